@@ -1,0 +1,68 @@
+# flashprof: a menu over the `python -m ...` entry points. Logic lives in Python.
+#   make            list targets
+#   make sass KERNEL=5 ARCH=sm_80     (defaults: KERNEL=6 SEQ=4096 DTYPE=fp16 SET=full ARCH=sm_90 A=5 B=6)
+
+KERNEL  ?= 6
+SEQ     ?= 4096
+DTYPE   ?= fp16
+SET     ?= full
+ARCH    ?= sm_90
+A       ?= 5
+B       ?= 6
+REPORTS ?= reports/h200
+
+VENV    := .venv
+VENV_PY := $(VENV)/bin/python
+STAMP   := $(VENV)/.flashprof-installed
+# The GPU machine has no venv and uses its system python3.
+PY      := $(if $(wildcard $(VENV_PY)),$(VENV_PY),python3)
+
+.DEFAULT_GOAL := help
+.PHONY: help setup test figures build profile bench tune sass sass-diff sass-data gap summary notebook clean
+
+help: ## list targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+setup: $(STAMP) ## create .venv once and install flashprof[dev,notebook] (CUDA wheels included)
+
+$(STAMP): pyproject.toml
+	test -x $(VENV_PY) || python3 -m venv $(VENV) && $(VENV_PY) -m pip install -q -e '.[dev,notebook]' && touch $@
+
+test: setup ## run the CPU test suite (static builds use the venv's CUDA wheels)
+	$(VENV_PY) -m pytest
+
+figures: setup ## draw the figures from REPORTS
+	$(VENV_PY) -m analysis.figures --reports $(REPORTS)
+
+build: ## build kernel KERNEL as a torch extension (GPU machine)
+	$(PY) -m kernels.build $(KERNEL)
+
+profile: ## profile kernel KERNEL with Nsight Compute (SEQ, DTYPE, SET)
+	$(PY) -m profiling.profile $(KERNEL) --seq $(SEQ) --dtype $(DTYPE) --set $(SET)
+
+bench: ## benchmark kernels 1-7 against the reference
+	$(PY) -m profiling.bench
+
+tune: ## auto-tune kernel 7 on this GPU
+	$(PY) -m profiling.tune
+
+sass: setup ## registers, spills, smem and SASS opcodes of kernel KERNEL for ARCH
+	$(VENV_PY) -m kernels.sass $(KERNEL) --arch $(ARCH)
+
+sass-diff: setup ## SASS opcode deltas from kernel A to kernel B for ARCH
+	$(VENV_PY) -m kernels.sass diff $(A) $(B) --arch $(ARCH)
+
+sass-data: setup ## regenerate the committed reports/sass/*.csv (kernels 1-7 x sm_80/86/90)
+	$(VENV_PY) -m kernels.sass data
+
+gap: ## where each kernel loses to the reference
+	$(PY) -m analysis gap
+
+summary: ## one-table summary of REPORTS
+	$(PY) -m analysis summary $(REPORTS)
+
+notebook: setup ## open the stall-exploration notebook
+	$(VENV)/bin/jupyter notebook analysis/explore_stalls.ipynb
+
+clean: ## remove build caches (never reports/)
+	rm -rf build .pytest_cache && find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +

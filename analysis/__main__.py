@@ -1,0 +1,109 @@
+"""Command line front door: ``python -m analysis summary|compare ...``.
+
+Input: report paths (a directory means every *.ncu-rep in it). Output: text on stdout
+(table, JSON or CSV). Any report problem or bad argument prints exactly one line,
+``analysis: error: <message>``, to stderr and exits with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+from pathlib import Path
+
+from .errors import ReportError
+from .parse import REPORT_SUFFIX
+from .summary import (compare, render_compare_table, render_csv, render_json, render_table,
+                      summarize_paths)
+
+PROG = "analysis"
+FORMATS = ("table", "json", "csv")
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    # argparse's own error() prints the usage block too; the CLI contract is one line.
+    def error(self, message: str):
+        raise _UsageError(message)
+
+
+def _expand(args: list[str]) -> list[Path]:
+    paths: list[Path] = []
+    for a in args:
+        p = Path(a)
+        if p.is_dir():
+            found = sorted(p.glob(f"*{REPORT_SUFFIX}"))
+            if not found:
+                raise ReportError(f"{p}: directory holds no *{REPORT_SUFFIX} files")
+            paths += found
+        else:
+            paths.append(p)
+    return paths
+
+
+def _build_parser() -> _Parser:
+    parser = _Parser(prog=PROG, description="Summarise and compare Nsight Compute reports.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{summary,compare}")
+    s = sub.add_parser("summary", help="one column/object per profiled kernel launch")
+    s.add_argument("reports", nargs="+", help="report files or directories of them")
+    c = sub.add_parser("compare", help="two reports side by side with deltas and regression flags")
+    c.add_argument("a", help="baseline report")
+    c.add_argument("b", help="report compared against the baseline")
+    for p in (s, c):
+        p.add_argument("--format", choices=FORMATS, default="table")
+        p.add_argument("--no-cache", action="store_true", help="do not read or write the parquet cache")
+    return parser
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+def _run(ns: argparse.Namespace) -> str:
+    cache = not ns.no_cache
+    if ns.command == "summary":
+        rows = summarize_paths(_expand(ns.reports), cache=cache)
+        return {"table": render_table, "json": render_json, "csv": render_csv}[ns.format](rows)
+    a_path, b_path = _expand([ns.a]), _expand([ns.b])
+    if len(a_path) != 1 or len(b_path) != 1:
+        raise ReportError("compare takes exactly two report files")
+    both = summarize_paths(a_path + b_path, cache=cache)
+    a_rows = [r for r in both if r["path"] == str(a_path[0])]
+    b_rows = [r for r in both if r["path"] == str(b_path[0])]
+    if not b_rows:  # the same file twice: load_frame de-duplicates it
+        b_rows = a_rows
+    pairs = compare(a_rows, b_rows)
+    if ns.format == "json":
+        return render_json(pairs)
+    if ns.format == "csv":
+        return render_csv([{"a": p["a"], "b": p["b"], "launch_a": p["launch_a"], **r}
+                           for p in pairs for r in p["rows"]])
+    return render_compare_table(pairs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit status (tests call it in-process)."""
+    try:
+        ns = _build_parser().parse_args(argv)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            text = _run(ns)
+    except (_UsageError, ReportError) as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help exits 0 through argparse
+        return int(exc.code or 0)
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `... | head` closed the pipe: not an error of ours
+        sys.stdout = open(os.devnull, "w")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

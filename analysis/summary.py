@@ -1,0 +1,317 @@
+"""Summary stage: long frame -> one record per kernel launch; two reports -> comparison.
+
+Input: the long frame from ``analysis.parse.load_frame`` (plus, for ``pct_of_fa2``, the
+frames of FA2 reference reports: ``find_ref_reports`` looks for them next to inputs).
+Output: ``summarize`` -> list of dicts (SUMMARY_KEYS, JSON-ready after ``jsonable``);
+``compare`` -> dict with per-field deltas and regression flags; ``render_*`` -> text.
+
+Conventions: ``tflops`` = tensor + FP32 achieved FLOP/s (1e12); ``ai_*`` are the
+intensities of Nsight Compute's Tensor Core roofline chart (tensor FLOPs / bytes, see
+analysis.roofline), ``ai_smem`` the flashprof shared-memory level. ``pct_of_fa2`` =
+100 x duration(FA2 reference) / duration(this launch), given only when this launch's
+problem is known (it has a sidecar, or it is the reference itself) and a reference
+launch on the same GPU agrees on every shape/dtype field both sides know.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import warnings
+from pathlib import Path
+
+import pandas as pd
+
+from .parse import LAUNCH_KEY, REPORT_SUFFIX, SHAPE_FIELDS, launch_identity, load_frame
+from .pipes import pipes
+from .roofline import roofline
+from .stalls import STALL_REASONS, bank_conflicts, stalls
+
+SUMMARY_KEYS = (
+    "report", "path", "launch", "kernel", "variant", "title", "gpu", "arch",
+    "batch", "seq", "heads", "d_head", "dtype",
+    "duration_ns", "sm_clock_hz", "tflops", "tensor_tflops", "fp32_tflops",
+    "tensor_tflops_peak", "tensor_path", "pct_of_tensor_peak",
+    "ai_l1", "ai_l2", "ai_dram", "ai_smem",
+    "tensor_pipe_pct", "fma_pipe_pct", "alu_pipe_pct", "xu_pipe_pct", "lsu_pipe_pct",
+    "issue_active_pct", "stalls", "smem_bank_conflicts", "smem_nway", "ldsm_inst", "pct_of_fa2",
+)
+REF_VARIANT = "ref"
+# Regression thresholds for `compare` (B against baseline A).
+DURATION_REGRESSION_PCT = 2.0
+STALL_REGRESSION_ABS = 0.05   # warps per issued instruction
+STALL_REGRESSION_REL = 0.10   # and at least 10 % more than in A
+
+_LEVEL_KEYS = {"L1": "ai_l1", "L2": "ai_l2", "DRAM": "ai_dram", "shared memory": "ai_smem"}
+_PIPE_KEYS = {"tensor": "tensor_pipe_pct", "fma": "fma_pipe_pct", "alu": "alu_pipe_pct",
+              "xu": "xu_pipe_pct", "lsu": "lsu_pipe_pct", "issue_active": "issue_active_pct"}
+
+
+def _nan_to_none(v):
+    if v is None:
+        return None
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    try:
+        if pd.isna(v):
+            return None
+    except (TypeError, ValueError):
+        pass
+    if hasattr(v, "item"):  # numpy scalar -> Python scalar for json
+        v = v.item()
+    return v
+
+
+def jsonable(obj):
+    """Recursively replace NaN/NA by None and numpy scalars by Python ones."""
+    if isinstance(obj, dict):
+        return {k: jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    return _nan_to_none(obj)
+
+
+def _is_ref(report: str, variant) -> bool:
+    stem = str(report).rsplit("/", 1)[-1]
+    return variant == REF_VARIANT or stem == REF_VARIANT
+
+
+def find_ref_reports(paths) -> list[Path]:
+    """FA2 reference reports sitting in the directories of ``paths``: ``ref.ncu-rep``, or
+    any report whose sidecar says ``"kernel": "ref"``."""
+    found: list[Path] = []
+    for d in sorted({Path(p).resolve().parent for p in paths}):
+        candidates = [d / f"{REF_VARIANT}{REPORT_SUFFIX}"]
+        for side in d.glob("*.json"):
+            try:
+                if json.loads(side.read_text()).get("kernel") == REF_VARIANT:
+                    candidates.append(side.with_name(side.stem + REPORT_SUFFIX))
+            except (OSError, ValueError, AttributeError):
+                continue
+        found += [c for c in candidates if c.is_file() and c not in found]
+    return found
+
+
+def _shape_matches(a: dict, b: dict) -> bool:
+    for field in SHAPE_FIELDS + ("dtype",):
+        va, vb = a.get(field), b.get(field)
+        if _nan_to_none(va) is not None and _nan_to_none(vb) is not None and va != vb:
+            return False
+    return True
+
+
+def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None) -> list[dict]:
+    """One record per launch (SUMMARY_KEYS). ``ref_frame``: extra reports that may hold
+    the FA2 reference; launches in ``frame`` itself are also considered."""
+    roof = roofline(frame)
+    pipe = pipes(frame)
+    stall = stalls(frame)
+    banks = bank_conflicts(frame)
+    ident = launch_identity(frame)
+    duration = frame[frame["metric"] == "gpu__time_duration.sum"].set_index(list(LAUNCH_KEY))["value"]
+    gpc_clock = frame[frame["metric"] == "gpc__cycles_elapsed.avg.per_second"].set_index(list(LAUNCH_KEY))["value"]
+
+    refs = []
+    for f in (frame, ref_frame):
+        if f is None:
+            continue
+        dur = f[f["metric"] == "gpu__time_duration.sum"].set_index(list(LAUNCH_KEY))["value"]
+        for rec in launch_identity(f).to_dict("records"):
+            key = tuple(rec[k] for k in LAUNCH_KEY)
+            if _is_ref(rec["report"], rec["variant"]) and key in dur.index:
+                refs.append((rec, float(dur[key])))
+
+    out = []
+    for rec in ident.to_dict("records"):
+        key = tuple(rec[k] for k in LAUNCH_KEY)
+        sel = (roof["report"] == key[0]) & (roof["launch"] == key[2]) & (roof["range_idx"] == key[1])
+        r = roof[sel].set_index("level")
+        first = r.iloc[0]
+        row = {k: rec.get(k) for k in SUMMARY_KEYS if k in rec}
+        row["duration_ns"] = duration.get(key, math.nan)
+        sm_clock = first["sm_clock_hz"]
+        # SpeedOfLight-only reports lack the SM clock; the GPC clock is the same domain.
+        row["sm_clock_hz"] = sm_clock if not math.isnan(sm_clock) else gpc_clock.get(key, math.nan)
+        row["tflops"] = first["flops_total"] / 1e12
+        row["tensor_tflops"] = first["flops_tensor"] / 1e12
+        row["fp32_tflops"] = first["flops_fp32"] / 1e12
+        row["tensor_tflops_peak"] = first["tensor_ceiling"] / 1e12
+        row["tensor_path"] = first["tensor_path"]
+        row["pct_of_tensor_peak"] = 100 * first["flops_tensor"] / first["tensor_ceiling"]
+        for level, k in _LEVEL_KEYS.items():
+            row[k] = r.loc[level, "ai_tensor"] if level in r.index else math.nan
+
+        p = pipe[(pipe["report"] == key[0]) & (pipe["launch"] == key[2]) & (pipe["range_idx"] == key[1])]
+        pv = dict(zip(p["name"], p["value"]))
+        for name, k in _PIPE_KEYS.items():
+            row[k] = pv.get(name, math.nan)
+
+        s = stall[(stall["report"] == key[0]) & (stall["launch"] == key[2]) & (stall["range_idx"] == key[1])]
+        sv = dict(zip(s["reason"].astype(str), s["per_issue"]))
+        row["stalls"] = {reason: sv.get(reason, math.nan) for reason in STALL_REASONS}
+        b = banks[(banks["report"] == key[0]) & (banks["launch"] == key[2]) & (banks["range_idx"] == key[1])]
+        row["smem_bank_conflicts"] = dict(zip(b["op"], b["conflicts"]))
+        row["smem_nway"] = dict(zip(b["op"], b["nway"]))
+        row["ldsm_inst"] = b["ldsm_inst"].iloc[0] if len(b) else math.nan
+        row["pct_of_fa2"] = _pct_of_fa2(rec, row["duration_ns"], refs)
+        out.append({k: row.get(k) for k in SUMMARY_KEYS})
+    return out
+
+
+def _pct_of_fa2(rec: dict, duration: float, refs: list[tuple[dict, float]]):
+    is_ref = _is_ref(rec["report"], rec["variant"])
+    # Without a sidecar nothing says this launch solved the reference's problem.
+    if not is_ref and _nan_to_none(rec.get("variant")) is None:
+        return None
+    if duration is None or math.isnan(duration) or duration <= 0:
+        return None
+    matches = [(r, d) for r, d in refs if r.get("gpu") == rec.get("gpu") and _shape_matches(r, rec)]
+    if not matches:
+        return None
+    # Prefer a reference from the same folder (same profiling campaign).
+    here = os.path.dirname(os.path.realpath(rec["path"]))
+    matches.sort(key=lambda rd: os.path.dirname(os.path.realpath(rd[0]["path"])) != here)
+    return 100.0 * matches[0][1] / duration
+
+
+# --------------------------------------------------------------------------- compare
+def _flat(row: dict) -> dict:
+    flat = {}
+    for k, v in row.items():
+        if isinstance(v, dict):
+            flat.update({f"{k}.{kk}": vv for kk, vv in v.items()})
+        else:
+            flat[k] = v
+    return flat
+
+
+def _num(v) -> float | None:
+    v = _nan_to_none(v)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+_COMPARE_SKIP = {"launch", "batch", "seq", "heads", "d_head"}
+
+
+def compare(a_rows: list[dict], b_rows: list[dict]) -> list[dict]:
+    """Pair launches by position and diff every numeric field (B minus A).
+
+    Returns one dict per pair: a/b report names and kernels, ``rows`` of
+    {field, a, b, delta, delta_pct} and ``regressions`` (human-readable strings):
+    duration up more than DURATION_REGRESSION_PCT %, or a stall reason up by at least
+    STALL_REGRESSION_ABS warps per issued instruction and STALL_REGRESSION_REL relative.
+    """
+    pairs = []
+    for a, b in zip(a_rows, b_rows):
+        fa, fb = _flat(a), _flat(b)
+        rows, regressions = [], []
+        for field in fa:
+            if field in _COMPARE_SKIP:
+                continue
+            va, vb = _num(fa.get(field)), _num(fb.get(field))
+            if va is None and vb is None:
+                continue
+            delta = vb - va if va is not None and vb is not None else None
+            pct = 100.0 * delta / abs(va) if delta is not None and va else None
+            rows.append({"field": field, "a": va, "b": vb, "delta": delta, "delta_pct": pct})
+            if field == "duration_ns" and pct is not None and pct > DURATION_REGRESSION_PCT:
+                regressions.append(f"duration +{pct:.1f}% (threshold {DURATION_REGRESSION_PCT:g}%)")
+            if (field.startswith("stalls.") and delta is not None and delta >= STALL_REGRESSION_ABS
+                    and (va == 0 or delta / abs(va) >= STALL_REGRESSION_REL)):
+                regressions.append(f"stall {field[len('stalls.'):]} +{delta:.2f} warps/issue"
+                                   + (f" (+{pct:.0f}%)" if pct is not None else ""))
+        pairs.append({"a": a["report"], "b": b["report"], "kernel_a": a["kernel"], "kernel_b": b["kernel"],
+                      "launch_a": a["launch"], "launch_b": b["launch"], "rows": rows,
+                      "regressions": regressions})
+    return pairs
+
+
+# --------------------------------------------------------------------------- rendering
+def _fmt(key: str, v) -> str:
+    v = _nan_to_none(v)
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    if key == "duration_ns":
+        return f"{v / 1e6:.3f} ms"
+    if key == "sm_clock_hz":
+        return f"{v / 1e9:.3f} GHz"
+    if key in ("ldsm_inst",) or key.startswith("smem_bank_conflicts"):
+        return f"{v:,.0f}"
+    if key.startswith("stalls.") or key.startswith("smem_nway"):
+        return f"{v:.3f}"
+    if isinstance(v, float):
+        return f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
+    return str(v)
+
+
+_TABLE_TEXT_WIDTH = 40  # long kernel names (cuDNN, CUTLASS) would blow up the column
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _TABLE_TEXT_WIDTH else text[: _TABLE_TEXT_WIDTH - 3] + "..."
+
+
+def render_table(rows: list[dict]) -> str:
+    """Fixed-width table: one row per field, one column per launch."""
+    flats = [_flat(r) for r in rows]
+    # report names the column already; path is long and in the JSON/CSV forms.
+    fields = list(dict.fromkeys(k for f in flats for k in f if k not in ("path", "report")))
+    heads = [f"{r['report']}#{r['launch']}" if sum(x["report"] == r["report"] for x in rows) > 1
+             else str(r["report"]) for r in rows]
+    cells = [[_clip(_fmt(k, f.get(k))) for f in flats] for k in fields]
+    w0 = max(len(k) for k in fields)
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
+    lines = ["  ".join([" " * w0] + [h.rjust(w) for h, w in zip(heads, widths)])]
+    lines += ["  ".join([k.ljust(w0)] + [c.rjust(w) for c, w in zip(cs, widths)]) for k, cs in zip(fields, cells)]
+    return "\n".join(lines)
+
+
+def render_compare_table(pairs: list[dict]) -> str:
+    out = []
+    for p in pairs:
+        out.append(f"A = {p['a']} ({p['kernel_a']}, launch {p['launch_a']})   "
+                   f"B = {p['b']} ({p['kernel_b']}, launch {p['launch_b']})")
+        w0 = max([len(r["field"]) for r in p["rows"]] + [5])
+        out.append(f"{'field'.ljust(w0)}  {'A':>14}  {'B':>14}  {'delta':>14}  {'delta %':>9}")
+        for r in p["rows"]:
+            pct = "-" if r["delta_pct"] is None else f"{r['delta_pct']:+.1f}%"
+            delta = "-" if r["delta"] is None else f"{r['delta']:+.4g}"
+            out.append(f"{r['field'].ljust(w0)}  {_fmt(r['field'], r['a']):>14}  "
+                       f"{_fmt(r['field'], r['b']):>14}  {delta:>14}  {pct:>9}")
+        out.append("REGRESSIONS: " + "; ".join(p["regressions"]) if p["regressions"] else "no regressions flagged")
+        out.append("")
+    return "\n".join(out).rstrip("\n")
+
+
+def render_csv(records: list[dict]) -> str:
+    flats = [_flat(jsonable(r)) for r in records]
+    fields = list(dict.fromkeys(k for f in flats for k in f))
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(flats)
+    return buf.getvalue().rstrip("\n")
+
+
+def render_json(obj) -> str:
+    return json.dumps(jsonable(obj), indent=2, allow_nan=False)
+
+
+# --------------------------------------------------------------------------- I/O glue
+def summarize_paths(paths, cache: bool = True) -> list[dict]:
+    """load_frame + summarize, also loading FA2 reference reports found next to inputs."""
+    frame = load_frame(paths, cache=cache)
+    given = {os.path.realpath(p) for p in paths}
+    extra = [p for p in find_ref_reports(paths) if os.path.realpath(p) not in given]
+    ref_frame = None
+    if extra:
+        with warnings.catch_warnings():
+            # A reference with a smaller section set still has a duration; its gaps are
+            # not what the user asked about.
+            warnings.simplefilter("ignore")
+            ref_frame = load_frame(extra, cache=cache)
+    return summarize(frame, ref_frame)

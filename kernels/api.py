@@ -1,0 +1,69 @@
+"""Python face of the kernels: load variant N, call it on (batch, seq, heads, 128) tensors.
+
+Inputs are checked here first, so a wrong dtype, device, layout, head dim or a sequence
+length that is not a multiple of the tile raises a clear ``InputError`` in Python rather
+than reaching the launcher (which checks again, as the last line of defence).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .config import KernelConfig, variant
+
+DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
+
+
+class InputError(ValueError):
+    """Arguments a kernel variant cannot run on."""
+
+
+def check_inputs(q: Any, k: Any, v: Any, cfg: KernelConfig, out: Any = None) -> None:
+    """Validate torch tensors (duck-typed: shape, dtype, device, is_contiguous)."""
+    for name, t in (("q", q), ("k", k), ("v", v)) + ((("out", out),) if out is not None else ()):
+        shape = tuple(getattr(t, "shape", ()))
+        if len(shape) != 4:
+            raise InputError(f"{name} must be 4-D (batch, seq, heads, d_head); got shape {shape}")
+        dt = str(getattr(t, "dtype", "")).replace("torch.", "")
+        if dt not in DTYPES.values():
+            raise InputError(f"{name} has dtype {dt}; kernels take float16 or bfloat16")
+        if getattr(getattr(t, "device", None), "type", None) != "cuda":
+            raise InputError(f"{name} is on {getattr(t, 'device', '?')}; kernels need CUDA tensors")
+        if not t.is_contiguous():
+            raise InputError(f"{name} must be contiguous in (batch, seq, heads, d_head) order")
+        if shape[3] != cfg.d_head:
+            raise InputError(f"{name} head dim is {shape[3]}; this kernel is built for d_head={cfg.d_head}")
+        if shape != tuple(q.shape):
+            raise InputError(f"{name} shape {shape} differs from q {tuple(q.shape)}")
+        if str(t.dtype) != str(q.dtype):
+            raise InputError(f"{name} dtype {t.dtype} differs from q {q.dtype}")
+        if t.device != q.device:
+            raise InputError(f"{name} is on {t.device}, q on {q.device}")
+    b, s, h, _ = q.shape
+    if min(b, s, h) <= 0:
+        raise InputError(f"empty input shape {tuple(q.shape)}")
+    mult = cfg.seq_multiple()
+    if s % mult:
+        raise InputError(f"seq={s} must be a multiple of {mult} (B_r={cfg.B_r}, B_c={cfg.B_c})")
+
+
+@dataclass
+class Kernel:
+    """A built variant: ``kernel(q, k, v)`` returns o, ``kernel(q, k, v, out=o)`` writes o."""
+
+    config: KernelConfig
+    module: Any
+    label: str = ""
+
+    def __call__(self, q, k, v, out=None):
+        check_inputs(q, k, v, self.config, out)
+        return self.module.fwd(q, k, v, out)
+
+
+def load(n: int | str | KernelConfig, gpu: str | None = None) -> Kernel:
+    """Build (cached) and return kernel ``n`` (1-7) or an explicit config."""
+    from .build import build
+
+    cfg = n if isinstance(n, KernelConfig) else variant(n, gpu=gpu)
+    label = cfg.slug if isinstance(n, KernelConfig) else f"kernel{int(n)}"
+    return Kernel(cfg, build(cfg), label)

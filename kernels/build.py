@@ -1,0 +1,148 @@
+"""Build kernel variants as torch extensions (torch.utils.cpp_extension + ninja).
+
+Input: KernelConfig(s). Output: an importable extension module per configuration, built
+for the visible GPU's own architecture with line info, cached under build/ext/<slug>/.
+`python -m kernels.build 6` (or `all`, or several ids) builds in parallel processes.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+from .config import KERNEL_IDS, ConfigError, KernelConfig, variant
+
+ROOT = Path(__file__).resolve().parent.parent
+CSRC = Path(__file__).resolve().parent / "csrc"
+BUILD_ROOT = ROOT / "build" / "ext"
+SOURCES = [CSRC / "flash_fwd.cu", CSRC / "torch_binding.cpp"]
+
+
+class BuildError(RuntimeError):
+    """The extension could not be built (no torch/CUDA, compiler error...)."""
+
+
+def _arch_list() -> str:
+    """Compile for the visible GPU's own architecture unless TORCH_CUDA_ARCH_LIST says otherwise."""
+    env = os.environ.get("TORCH_CUDA_ARCH_LIST")
+    if env:
+        return env
+    import torch
+
+    if not torch.cuda.is_available():
+        raise BuildError("no CUDA GPU visible: set TORCH_CUDA_ARCH_LIST (e.g. 9.0) to build anyway")
+    major, minor = torch.cuda.get_device_capability()
+    return f"{major}.{minor}"
+
+
+def cuda_flags(cfg: KernelConfig) -> list[str]:
+    return ["-O3", "-lineinfo", "-Xptxas=-warn-spills", *cfg.nvcc_flags()]
+
+
+def build(cfg: KernelConfig, verbose: bool = False):
+    """Build (or load from cache) the extension for ``cfg`` and return the module."""
+    try:
+        import torch  # noqa: F401
+        from torch.utils.cpp_extension import load
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise BuildError(f"torch with CUDA is needed to build extensions ({e}); "
+                         "install the 'gpu' extra") from None
+    os.environ["TORCH_CUDA_ARCH_LIST"] = _arch_list()
+    build_dir = BUILD_ROOT / cfg.slug
+    build_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        module = load(
+            name=cfg.module_name,
+            sources=[str(s) for s in SOURCES],
+            extra_cflags=["-O3", *cfg.nvcc_flags()],
+            extra_cuda_cflags=cuda_flags(cfg),
+            extra_include_paths=[str(CSRC)],
+            build_directory=str(build_dir),
+            verbose=verbose,
+        )
+    except Exception as e:  # torch raises RuntimeError/SubprocessError with the compiler log
+        raise BuildError(f"building {cfg.slug} failed: {str(e).strip().splitlines()[-1]}") from e
+    built = dict(module.config())
+    expected = {k: v for k, v in cfg.to_dict().items() if k != "fault"}
+    mismatch = {k: (built.get(k), v) for k, v in expected.items() if built.get(k) != v}
+    if mismatch:
+        raise BuildError(f"module {cfg.module_name} does not match its config: {mismatch}")
+    return module
+
+
+def _build_in_child(cfg_dict: dict) -> tuple[str, float]:
+    t0 = time.perf_counter()
+    cfg = KernelConfig.from_dict(cfg_dict)
+    build(cfg)
+    return cfg.slug, time.perf_counter() - t0
+
+
+def build_many(cfgs: list[KernelConfig], jobs: int | None = None, progress=None) -> dict[str, float]:
+    """Build several configs in parallel processes; returns slug -> seconds.
+
+    Each child compiles one extension (ninja inside it uses MAX_JOBS threads), so the
+    parent only imports cached modules afterwards.
+    """
+    cfgs = list(dict.fromkeys(cfgs))
+    jobs = jobs or max(1, min(len(cfgs), (os.cpu_count() or 2) // 2))
+    os.environ.setdefault("MAX_JOBS", "2")
+    os.environ["TORCH_CUDA_ARCH_LIST"] = _arch_list()
+    times: dict[str, float] = {}
+    errors: list[str] = []
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futs = {pool.submit(_build_in_child, c.to_dict()): c for c in cfgs}
+        for i, fut in enumerate(as_completed(futs), 1):
+            cfg = futs[fut]
+            try:
+                slug, secs = fut.result()
+                times[slug] = secs
+                msg = f"built {cfg.slug} in {secs:.1f}s"
+            except Exception as e:  # noqa: BLE001 - reported per config below
+                errors.append(f"{cfg.slug}: {e}")
+                msg = f"FAILED {cfg.slug}: {e}"
+            if progress:
+                progress(i, len(cfgs), msg)
+    if errors:
+        raise BuildError("; ".join(errors))
+    return times
+
+
+def _progress(i: int, n: int, msg: str) -> None:
+    print(f"[{i}/{n}] {msg}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m kernels.build", description=__doc__.splitlines()[0])
+    p.add_argument("kernels", nargs="*", default=["all"], help="1-7 or 'all'")
+    p.add_argument("--jobs", type=int, default=None)
+    args = p.parse_args(argv)
+    try:
+        ids = list(KERNEL_IDS) if "all" in args.kernels else args.kernels
+        cfgs = [variant(k, gpu=_gpu_slug_or_none()) for k in ids]
+        t0 = time.perf_counter()
+        build_many(cfgs, jobs=args.jobs, progress=_progress)
+        print(f"{len(cfgs)} variant(s) ready in {time.perf_counter() - t0:.1f}s")
+    except (ConfigError, BuildError) as e:
+        print(f"build: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _gpu_slug_or_none() -> str | None:
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            from .config import gpu_slug
+
+            return gpu_slug(torch.cuda.get_device_name())
+    except ImportError:
+        pass
+    return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

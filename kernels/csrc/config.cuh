@@ -1,0 +1,48 @@
+// Compile-time configuration of one kernel variant.
+//
+// The values come from kernels/config.py (KernelConfig.defines()) as -D macros, so the
+// Python dataclass stays the single source of truth. This header is plain C++ (no CUDA
+// types) so the host-side binding can include it too.
+#pragma once
+
+#if !defined(FP_D_HEAD) || !defined(FP_B_R) || !defined(FP_B_C) || !defined(FP_N_WARPS)
+#error "compile with the -D macros from kernels/config.py: KernelConfig.nvcc_flags()"
+#endif
+
+namespace flashprof {
+
+struct Config {
+    static constexpr int d_head = FP_D_HEAD;
+    static constexpr int B_r = FP_B_R;
+    static constexpr int B_c = FP_B_C;
+    static constexpr int n_warps = FP_N_WARPS;
+    static constexpr bool async_copy = FP_ASYNC_COPY != 0;
+    static constexpr bool eager = FP_EAGER != 0;
+    static constexpr bool swizzled = FP_SWIZZLED != 0;
+    static constexpr int Q_frags = FP_Q_FRAGS;
+    static constexpr int K_frags = FP_K_FRAGS;
+    static constexpr int V_frags = FP_V_FRAGS;
+    static constexpr bool dbuf = FP_DBUF != 0;
+    static constexpr bool opt_softmax = FP_OPT_SOFTMAX != 0;
+    static constexpr int fault = FP_FAULT;  // 0 none, 1 skip_rescale, 2 drop_last_block
+
+    static constexpr int threads = 32 * n_warps;
+    static constexpr int rows_per_warp = B_r / n_warps;
+    static constexpr int m_tiles = rows_per_warp / 16;      // 16-row MMA tiles per warp
+    static constexpr bool q_resident = Q_frags == 0;
+    static constexpr int qk_steps = d_head / 16;             // k-steps of S = Q K^T
+    static constexpr int pv_steps = B_c / 16;                // k-steps of O += P V
+    static constexpr int s_ntiles = B_c / 8;                 // n8 tiles of S
+    static constexpr int o_ntiles = d_head / 8;              // n8 tiles of O
+    static constexpr int smem_bytes = (B_r + 2 * B_c) * d_head * 2;
+
+    static_assert(d_head == 128, "only d_head = 128 is implemented");
+    static_assert(B_r % (16 * n_warps) == 0, "each warp owns whole 16-row tiles");
+    static_assert(B_c % 16 == 0, "B_c must be a multiple of 16");
+    static_assert(Q_frags == 0 || Q_frags == K_frags, "Q frags must be 0 or equal K frags");
+    static_assert(K_frags == 0 || qk_steps % K_frags == 0, "K frags must divide d_head/16");
+    static_assert(V_frags == 0 || pv_steps % V_frags == 0, "V frags must divide B_c/16");
+    static_assert(!eager || async_copy, "eager loads need cp.async");
+};
+
+}  // namespace flashprof

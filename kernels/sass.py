@@ -1,0 +1,439 @@
+"""Static build: what the compiler made of each variant, without a GPU or torch.
+
+Input: a ``KernelConfig`` and a target arch. Output: a cached cubin of
+``kernels/csrc/flash_fwd.cu`` with its ``ptxas -v`` log, and from those the register /
+spill / stack / shared-memory figures and the SASS opcode histogram of the fp16 or bf16
+instantiation. ``python -m kernels.sass data`` writes them for kernels 1-7 to
+``reports/sass/*.csv`` so that figures never need a compiler.
+
+    python -m kernels.sass 6 [--arch sm_90] [--dtype fp16|bf16] [--format table|json]
+    python -m kernels.sass diff 5 6 [--arch sm_90]
+    python -m kernels.sass data [--check]
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from kernels.config import KERNEL_IDS, ConfigError, KernelConfig, variant
+from kernels.toolchain import ToolchainError, find_toolchain
+
+PKG_DIR = Path(__file__).resolve().parent
+REPO = PKG_DIR.parent
+CSRC = PKG_DIR / "csrc"
+ENTRY = CSRC / "flash_fwd.cu"
+BUILD_DIR = REPO / "build" / "static"
+DATA_DIR = REPO / "reports" / "sass"
+
+ARCHS = ("sm_80", "sm_86", "sm_90")
+DTYPES = ("fp16", "bf16")
+# How each dtype's element type appears in an Itanium-mangled template argument list.
+_DTYPE_MANGLE = {"fp16": "6__half", "bf16": "13__nv_bfloat16"}
+NVCC_FLAGS = ("-cubin", "-O3", "-lineinfo", "-std=c++17", "-Xptxas", "-v")
+_ARCH_RE = re.compile(r"^sm_(\d{2,3})[af]?$")
+
+
+class BuildError(RuntimeError):
+    """nvcc failed, or its output is not what a static report needs."""
+
+
+# ----------------------------------------------------------------------- build
+def check_arch(arch: str) -> str:
+    m = _ARCH_RE.match(arch)
+    if not m:
+        raise ConfigError(f"bad arch {arch!r}: expected sm_XY, e.g. sm_80, sm_86, sm_90")
+    if int(m.group(1)) < 80:
+        raise ConfigError(f"bad arch {arch!r}: kernels use cp.async and bf16 mma.sync, "
+                          "which need sm_80 or newer")
+    return arch
+
+
+def _sources() -> list[Path]:
+    if not ENTRY.exists():
+        raise BuildError(f"kernel source {ENTRY.relative_to(REPO)} does not exist yet")
+    # The entry file and every header it may include; other .cu/.cpp files (the torch
+    # binding, host drivers) never reach the cubin, so editing them must not rebuild it.
+    headers = (p for p in CSRC.rglob("*") if p.is_file() and p.suffix in (".cuh", ".h", ".hpp"))
+    return [ENTRY, *sorted(headers)]
+
+
+def nvcc_command(cfg: KernelConfig, arch: str, out: Path) -> list[str]:
+    nvcc = find_toolchain("nvcc", "ptxas").path("nvcc")
+    return [str(nvcc), *NVCC_FLAGS, f"-arch={arch}", *cfg.nvcc_flags(),
+            f"-I{CSRC}", "-o", str(out), str(ENTRY)]
+
+
+def cache_key(cfg: KernelConfig, arch: str) -> str:
+    """Hash of every kernel source, the flags and the compiler version."""
+    h = hashlib.sha256()
+    for p in _sources():
+        h.update(p.relative_to(CSRC).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    h.update(" ".join([*NVCC_FLAGS, arch, *cfg.nvcc_flags()]).encode())
+    h.update(find_toolchain("nvcc").nvcc_version.encode())
+    return h.hexdigest()[:16]
+
+
+def cubin_path(cfg: KernelConfig, arch: str) -> Path:
+    return BUILD_DIR / arch / f"{cfg.slug}-{cache_key(cfg, arch)}.cubin"
+
+
+def log_path(cubin: Path) -> Path:
+    return cubin.with_suffix(".ptxas.log")
+
+
+def opcodes_path(cubin: Path) -> Path:
+    return cubin.with_suffix(".opcodes.json")
+
+
+def _outputs(cubin: Path) -> tuple[Path, ...]:
+    return cubin, log_path(cubin), opcodes_path(cubin)
+
+
+def compile_cubin(cfg: KernelConfig, arch: str = "sm_90", *, force: bool = False) -> Path:
+    """Compile (or reuse) the cubin of ``cfg`` for ``arch``; the ptxas log lies beside it."""
+    check_arch(arch)
+    out = cubin_path(cfg, arch)
+    if out.exists() and log_path(out).exists() and not force:
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.stem}.{os.getpid()}.cubin")  # concurrent builders never
+    cmd = nvcc_command(cfg, arch, tmp)                          # see a half-written file
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    log = proc.stdout + proc.stderr
+    if proc.returncode != 0 or not tmp.exists():
+        tmp.unlink(missing_ok=True)
+        errors = [ln for ln in log.splitlines() if "error" in ln.lower()] or log.splitlines()
+        raise BuildError(f"nvcc failed for kernel {cfg.slug} ({arch}), exit "
+                         f"{proc.returncode}:\n" + "\n".join(errors[:20])
+                         + f"\ncommand: {' '.join(cmd)}")
+    opcodes_path(out).unlink(missing_ok=True)  # disassembly of the old cubin, if any
+    log_path(out).write_text(log)
+    os.replace(tmp, out)
+    return out
+
+
+def _compile_job(job: tuple[KernelConfig, str]) -> Path:
+    cubin = compile_cubin(*job)
+    function_opcodes(cubin)  # disassemble in the worker too: cuobjdump is the slow half
+    return cubin
+
+
+def build_many(jobs: Iterable[tuple[KernelConfig, str]],
+               workers: int | None = None) -> dict[tuple[KernelConfig, str], Path]:
+    """Compile many (config, arch) pairs, one process per core; nvcc is single-threaded."""
+    jobs = list(dict.fromkeys(jobs))
+    todo = [j for j in jobs if not all(p.exists() for p in _outputs(cubin_path(*j)))]
+    workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
+    if len(todo) > 1 and workers > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(_compile_job, todo))
+    else:
+        for j in todo:
+            _compile_job(j)
+    return {j: compile_cubin(*j) for j in jobs}
+
+
+# ------------------------------------------------------------------ ptxas log
+@dataclass(frozen=True)
+class FunctionStats:
+    function: str
+    arch: str
+    registers: int = 0
+    spill_store_bytes: int = 0
+    spill_load_bytes: int = 0
+    stack_bytes: int = 0
+    static_smem_bytes: int = 0
+
+
+_RE_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
+_RE_PROPS = re.compile(r"Function properties for (\S+)")
+_RE_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, "
+                       r"(\d+) bytes spill loads")
+_RE_USED = re.compile(r"Used (\d+) registers")
+_RE_SMEM = re.compile(r"(\d+) bytes smem")
+
+
+def ptxas_report(log: str | Path) -> dict[str, FunctionStats]:
+    """Per kernel (entry) function of a ``ptxas -v`` log: registers, spills, stack, smem."""
+    text = log.read_text() if isinstance(log, Path) else log
+    raw: dict[str, dict] = {}
+    entry = props = None
+    for line in text.splitlines():
+        if m := _RE_ENTRY.search(line):
+            entry = m.group(1)
+            raw.setdefault(entry, {"function": entry, "arch": m.group(2)})
+        elif m := _RE_PROPS.search(line):
+            props = m.group(1)
+        elif (m := _RE_FRAME.search(line)) and props in raw:
+            stack, st, ld = map(int, m.groups())
+            raw[props].update(stack_bytes=stack, spill_store_bytes=st, spill_load_bytes=ld)
+        elif (m := _RE_USED.search(line)) and entry in raw:
+            raw[entry]["registers"] = int(m.group(1))
+            if s := _RE_SMEM.search(line):
+                raw[entry]["static_smem_bytes"] = int(s.group(1))
+    return {k: FunctionStats(**v) for k, v in raw.items()}
+
+
+def pick_function(names: Iterable[str], dtype: str) -> str:
+    """The kernel instantiation for ``dtype`` among a cubin's functions."""
+    if dtype not in _DTYPE_MANGLE:
+        raise ConfigError(f"bad dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
+    names = list(names)
+    hits = [n for n in names if _DTYPE_MANGLE[dtype] in n]
+    if len(hits) > 1:  # helper kernels: prefer the attention kernel itself
+        hits = [n for n in hits if "flash" in n.lower() or "fwd" in n.lower()] or hits
+    if len(hits) != 1:
+        raise BuildError(f"expected one {dtype} kernel function, found {hits or 'none'} "
+                         f"among {names}")
+    return hits[0]
+
+
+# ----------------------------------------------------------------------- SASS
+# "/*0a30*/  @!P0 HMMA.16816.F32 R4, R8, R12, R4 ;" -> "HMMA"
+_RE_INSN = re.compile(r"^\s*/\*[0-9a-fA-F]{4,}\*/\s+(.*?)\s*;")
+_RE_FUNC = re.compile(r"^\s*Function\s*:\s*(\S+)")
+
+
+def parse_sass(text: str) -> dict[str, Counter]:
+    """Opcode histogram per function of ``cuobjdump --dump-sass`` text."""
+    out: dict[str, Counter] = {}
+    cur: Counter | None = None
+    for line in text.splitlines():
+        if m := _RE_FUNC.match(line):
+            cur = out.setdefault(m.group(1), Counter())
+        elif cur is not None and (m := _RE_INSN.match(line)):
+            toks = m.group(1).lstrip("{ ").split()
+            if toks and toks[0].startswith("@"):
+                toks = toks[1:]
+            if toks:
+                cur[toks[0].split(".")[0]] += 1
+    return out
+
+
+def dump_sass(cubin: Path) -> str:
+    exe = find_toolchain("cuobjdump").path("cuobjdump")
+    proc = subprocess.run([str(exe), "--dump-sass", str(cubin)], capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"cuobjdump failed on {cubin}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def function_opcodes(cubin: Path) -> dict[str, Counter]:
+    """Opcode histogram per function of ``cubin``, cached in a JSON file beside it."""
+    side = opcodes_path(cubin)
+    if side.exists():
+        return {fn: Counter(c) for fn, c in json.loads(side.read_text()).items()}
+    per_fn = parse_sass(dump_sass(cubin))
+    tmp = side.with_name(f".{side.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(per_fn, sort_keys=True))
+    os.replace(tmp, side)
+    return per_fn
+
+
+def opcode_counts(cubin: Path, dtype: str = "fp16") -> Counter:
+    """SASS opcode -> count for the ``dtype`` kernel of ``cubin``."""
+    per_fn = function_opcodes(cubin)
+    return per_fn[pick_function(per_fn, dtype)]
+
+
+# --------------------------------------------------------------------- report
+def static_report(n: int | str, arch: str = "sm_90", dtype: str = "fp16") -> dict:
+    """Everything ``python -m kernels.sass N`` prints, as a dict (JSON shape)."""
+    cfg = variant(n)
+    check_arch(arch)
+    if dtype not in DTYPES:
+        raise ConfigError(f"bad dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
+    find_toolchain("nvcc", "ptxas", "cuobjdump")
+    return _report_from(int(n), cfg, arch, dtype, compile_cubin(cfg, arch))
+
+
+def _report_from(n: int, cfg: KernelConfig, arch: str, dtype: str, cubin: Path) -> dict:
+    stats = ptxas_report(log_path(cubin))
+    fn = pick_function(stats, dtype)
+    s = stats[fn]
+    ops = opcode_counts(cubin, dtype)
+    return {
+        "kernel": n,
+        "arch": arch,
+        "registers": s.registers,
+        "spill_bytes": s.spill_store_bytes + s.spill_load_bytes,
+        "smem_bytes": cfg.smem_bytes + s.static_smem_bytes,
+        "opcodes": dict(sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "dtype": dtype,
+        "slug": cfg.slug,
+        "function": fn,
+        "spill_store_bytes": s.spill_store_bytes,
+        "spill_load_bytes": s.spill_load_bytes,
+        "stack_bytes": s.stack_bytes,
+        "dynamic_smem_bytes": cfg.smem_bytes,
+        "static_smem_bytes": s.static_smem_bytes,
+        "instructions": sum(ops.values()),
+        "cubin": str(cubin),
+    }
+
+
+def collect(kernels: Sequence[int] = KERNEL_IDS, archs: Sequence[str] = ARCHS,
+            dtypes: Sequence[str] = DTYPES) -> list[dict]:
+    """Static reports of every (kernel, arch, dtype); builds in parallel first."""
+    for a in archs:
+        check_arch(a)
+    find_toolchain("nvcc", "ptxas", "cuobjdump")
+    cubins = build_many((variant(k), a) for k in kernels for a in archs)
+    return [_report_from(k, variant(k), a, d, cubins[(variant(k), a)])
+            for k in kernels for a in archs for d in dtypes]
+
+
+OPCODE_COLUMNS = ("kernel", "arch", "dtype", "opcode", "count")
+PTXAS_COLUMNS = ("kernel", "arch", "dtype", "registers", "spill_store_bytes",
+                 "spill_load_bytes", "stack_bytes", "smem_bytes", "static_smem_bytes")
+
+
+def data_tables(reports: Sequence[dict]) -> dict[str, str]:
+    """CSV text of reports/sass/opcodes.csv and ptxas.csv, in a stable order."""
+    def render(columns: Sequence[str], rows: Iterable[Sequence]) -> str:
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(columns)
+        w.writerows(rows)
+        return buf.getvalue()
+
+    reports = sorted(reports, key=lambda r: (r["kernel"], r["arch"], r["dtype"]))
+    ops = render(OPCODE_COLUMNS, ((r["kernel"], r["arch"], r["dtype"], op, c)
+                                  for r in reports for op, c in sorted(r["opcodes"].items())))
+    ptx = render(PTXAS_COLUMNS, ([r[c] for c in PTXAS_COLUMNS] for r in reports))
+    return {"opcodes.csv": ops, "ptxas.csv": ptx}
+
+
+def write_data(out_dir: Path = DATA_DIR, *, check: bool = False) -> list[Path]:
+    """Write (or with ``check``, compare against) the committed static data.
+
+    Returns the files that differ (check) or were written."""
+    tables = data_tables(collect())
+    if not check:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    touched = []
+    for name, text in tables.items():
+        p = out_dir / name
+        if check:
+            if not p.exists() or p.read_text() != text:
+                touched.append(p)
+        else:
+            p.write_text(text)
+            touched.append(p)
+    return touched
+
+
+# ------------------------------------------------------------------------ CLI
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, no usage dump
+        _fail(message)
+
+
+def _fail(message: str, code: int = 2):
+    print(f"sass: error: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def _kernel_arg(s: str) -> int:
+    try:
+        variant(s)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return int(s)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--arch", default="sm_90", help="target, e.g. sm_80, sm_86, sm_90")
+    p.add_argument("--dtype", default="fp16", choices=DTYPES)
+
+
+def _table(rep: dict) -> str:
+    lines = [f"kernel {rep['kernel']} ({rep['slug']})  {rep['arch']}  {rep['dtype']}",
+             f"  function     {rep['function']}",
+             f"  registers    {rep['registers']}",
+             f"  spills       {rep['spill_store_bytes']} B stored, "
+             f"{rep['spill_load_bytes']} B loaded; stack frame {rep['stack_bytes']} B",
+             f"  smem         {rep['smem_bytes']} B ({rep['dynamic_smem_bytes']} dynamic "
+             f"+ {rep['static_smem_bytes']} static)",
+             f"  instructions {rep['instructions']}",
+             "  opcodes:"]
+    lines += [f"    {op:<10s} {c:6d}" for op, c in rep["opcodes"].items()]
+    return "\n".join(lines)
+
+
+def _diff_text(a: dict, b: dict) -> str:
+    ops = set(a["opcodes"]) | set(b["opcodes"])
+    rows = [(op, a["opcodes"].get(op, 0), b["opcodes"].get(op, 0)) for op in ops]
+    rows = [r for r in rows if r[1] != r[2]]
+    rows.sort(key=lambda r: (-abs(r[2] - r[1]), r[0]))
+    ka, kb = a["kernel"], b["kernel"]
+    out = [f"kernel {ka} -> {kb}  {a['arch']}  {a['dtype']}",
+           f"  registers {a['registers']} -> {b['registers']}, spill bytes "
+           f"{a['spill_bytes']} -> {b['spill_bytes']}, instructions "
+           f"{a['instructions']} -> {b['instructions']}",
+           f"  {'opcode':<10s} {'k' + str(ka):>7s} {'k' + str(kb):>7s} {'delta':>7s}"]
+    out += [f"  {op:<10s} {x:7d} {y:7d} {y - x:+7d}" for op, x, y in rows]
+    if not rows:
+        out.append("  (identical opcode histograms)")
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] == "diff":
+            p = _Parser(prog="python -m kernels.sass diff",
+                        description="opcode deltas from kernel A to kernel B")
+            p.add_argument("a", type=_kernel_arg)
+            p.add_argument("b", type=_kernel_arg)
+            _common(p)
+            args = p.parse_args(argv[1:])
+            check_arch(args.arch)
+            ra = static_report(args.a, args.arch, args.dtype)
+            rb = static_report(args.b, args.arch, args.dtype)
+            print(_diff_text(ra, rb))
+        elif argv and argv[0] == "data":
+            p = _Parser(prog="python -m kernels.sass data",
+                        description=f"write {DATA_DIR.relative_to(REPO)}/*.csv")
+            p.add_argument("--check", action="store_true",
+                           help="compare with the committed files instead of writing")
+            args = p.parse_args(argv[1:])
+            touched = write_data(check=args.check)
+            if args.check:
+                if touched:
+                    _fail("stale static data: " + ", ".join(map(str, touched))
+                          + " (run `make sass-data`)", 1)
+                print("static data up to date")
+            else:
+                print("\n".join(f"wrote {t.relative_to(REPO)}" for t in touched))
+        else:
+            p = _Parser(prog="python -m kernels.sass",
+                        description="registers, spills, smem and SASS opcodes of a kernel")
+            p.add_argument("kernel", type=_kernel_arg, help="kernel number, 1-7")
+            _common(p)
+            p.add_argument("--format", default="table", choices=("table", "json"))
+            args = p.parse_args(argv)
+            rep = static_report(args.kernel, args.arch, args.dtype)
+            print(json.dumps(rep, indent=2) if args.format == "json" else _table(rep))
+    except (ConfigError, ToolchainError) as e:
+        _fail(str(e))
+    except BuildError as e:
+        _fail(str(e), 1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

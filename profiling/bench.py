@@ -1,0 +1,209 @@
+"""`make bench`: kernels 1-7 and both references over the seed's shapes, in one run.
+
+Method (the seed's): 16 heads, d=128, fresh randn inputs, batch 16 for S <= 4096, 8 for
+8192, 4 for 16384; FLOPs = 4*B*H*S^2*d. Each repeat is timed with CUDA events around one
+launch, after writing a buffer of twice the L2 size (so K/V/Q start cold in L2, as in the
+seed's flushed Nsight Compute durations); warm-up first; the median of the repeats is
+reported. Every kernel passes the correctness gate first. % of FA2 compares against the
+"ref" target measured in the same run; the harmonic mean over S is of TFLOP/s.
+
+Output: reports/<gpu>/bench.csv (+ bench.json sidecar); an old pair moves to history/.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from .errors import FlashprofError, run_cli
+from .workload import BENCH_SEQS, Shape, check_dtype, make_inputs, seed_shape
+
+ROOT = Path(__file__).resolve().parent.parent
+FIELDS = ["gpu", "target", "title", "config_slug", "dtype", "batch", "seq", "heads", "d_head",
+          "reps", "median_ms", "p10_ms", "p90_ms", "tflops", "pct_of_ref"]
+
+
+def time_fn(fn, args, kwargs, reps: int, warmup: int, flush_buf) -> list[float]:
+    """Per-launch times (ms) with an L2 flush before each launch."""
+    import torch
+
+    for _ in range(warmup):
+        fn(*args, **kwargs)
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for i in range(reps):
+        flush_buf.add_(1)  # touches every byte: evicts the inputs from L2
+        starts[i].record()
+        fn(*args, **kwargs)
+        ends[i].record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+
+
+def harmonic_mean(xs: list[float]) -> float:
+    xs = [x for x in xs if x and x > 0]
+    return len(xs) / sum(1.0 / x for x in xs) if xs else float("nan")
+
+
+def pct(a: float, b: float) -> float:
+    return 100.0 * a / b if b else float("nan")
+
+
+def run_bench(names, seqs, dtype, reps, warmup, gate=True, progress=print, gpu_slug=None):
+    """Returns a list of row dicts (FIELDS). Pure of file I/O."""
+    import torch
+
+    from .correctness import require
+    from .targets import resolve
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    flush = torch.empty(max(2 * l2, 64 << 20) // 4, dtype=torch.float32, device="cuda")
+    rows = []
+    targets = [resolve(n, gpu=gpu_slug) for n in names]
+    fns = {}
+    for t in targets:
+        fns[t.name] = t.callable()
+        if gate:
+            require(fns[t.name], Shape(2, 1024, 4), dtype, t.title)
+    total = len(targets) * len(seqs)
+    t0 = time.perf_counter()
+    done = 0
+    for seq in seqs:
+        shape = seed_shape(seq)
+        q, k, v = make_inputs(shape, dtype)
+        out = torch.empty_like(q)
+        ref_ms = None
+        for t in targets:
+            if t.config is not None and seq % t.config.seq_multiple():
+                continue
+            kwargs = {"out": out} if t.config is not None else {}
+            times = time_fn(fns[t.name], (q, k, v), kwargs, reps, warmup, flush)
+            times.sort()
+            med = statistics.median(times)
+            if t.name == "ref":
+                ref_ms = med
+            rows.append({
+                "gpu": gpu_slug, "target": t.name, "title": t.title,
+                "config_slug": t.config.slug if t.config else "",
+                "dtype": dtype, "batch": shape.batch, "seq": seq, "heads": shape.heads, "d_head": shape.d_head,
+                "reps": reps, "median_ms": med, "p10_ms": times[len(times) // 10],
+                "p90_ms": times[(9 * len(times)) // 10], "tflops": shape.flops / (med * 1e-3) / 1e12,
+                "pct_of_ref": float("nan"),
+            })
+            done += 1
+            eta = (time.perf_counter() - t0) / done * (total - done)
+            progress(f"[{done}/{total}] S={seq:<5} {t.name:>5}: {med:8.3f} ms "
+                     f"{rows[-1]['tflops']:6.1f} TFLOP/s  (eta {eta:4.0f}s)")
+        for r in rows:
+            if r["seq"] == seq and ref_ms:
+                r["pct_of_ref"] = pct(ref_ms, r["median_ms"])
+        del q, k, v, out
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    """Kernels x S: TFLOP/s (% of FA2), and the harmonic mean over S."""
+    seqs = sorted({r["seq"] for r in rows})
+    names = list(dict.fromkeys(r["target"] for r in rows))
+    by = {(r["target"], r["seq"]): r for r in rows}
+    hm = {n: harmonic_mean([by[(n, s)]["tflops"] for s in seqs if (n, s) in by]) for n in names}
+    head = f"{'kernel':>7} " + " ".join(f"{'S=' + str(s):>15}" for s in seqs) + f" {'harmonic mean':>17}"
+    lines = [head, "-" * len(head)]
+    for n in names:
+        cells = []
+        for s in seqs:
+            r = by.get((n, s))
+            cells.append(f"{r['tflops']:6.1f} ({r['pct_of_ref']:5.1f}%)" if r else " " * 15)
+        ref_hm = hm.get("ref")
+        lines.append(f"{n:>7} " + " ".join(f"{c:>15}" for c in cells)
+                     + f" {hm[n]:6.1f} ({pct(hm[n], ref_hm) if ref_hm else float('nan'):5.1f}%)")
+    lines.append("TFLOP/s (% of FA2 = PyTorch SDPA flash backend, same run); FLOPs = 4*B*H*S^2*d")
+    return "\n".join(lines)
+
+
+def write_csv(rows: list[dict], path: Path) -> None:
+    tmp = path.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+    os.replace(tmp, path)
+
+
+def retire_file(path: Path) -> Path | None:
+    """Move an existing CSV and its sidecar into history/ with their timestamp."""
+    if not path.exists():
+        return None
+    hist = path.parent / "history"
+    hist.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(path.stat().st_mtime))
+    dest = hist / f"{path.stem}.{stamp}{path.suffix}"
+    os.replace(path, dest)
+    side = path.with_suffix(".json")
+    if side.exists():
+        os.replace(side, hist / f"{path.stem}.{stamp}.json")
+    return dest
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m profiling.bench", description=__doc__.splitlines()[0])
+    p.add_argument("--kernels", default="all", help="comma list of 1-7, ref, cudnn (default all)")
+    p.add_argument("--seqs", default=",".join(map(str, BENCH_SEQS)))
+    p.add_argument("--dtype", default="fp16")
+    p.add_argument("--reps", type=int, default=30)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--out", type=Path, default=None, help="default reports/<gpu>/bench.csv")
+    args = p.parse_args(argv)
+
+    def body() -> int:
+        from .env import check_writable, git_info, gpu_info, now, smi_clocks, software, write_json_atomic
+        from .targets import parse_names
+
+        names = parse_names(args.kernels.split(","))
+        if "ref" not in names:
+            names.append("ref")
+        check_dtype(args.dtype)
+        try:
+            seqs = [int(s) for s in args.seqs.split(",")]
+        except ValueError:
+            raise FlashprofError(f"bad --seqs {args.seqs!r}: give comma-separated integers") from None
+        if args.reps < 20:
+            raise FlashprofError("--reps must be at least 20 (medians of fewer repeats are noise)")
+        gpu = gpu_info()
+        out = args.out or ROOT / "reports" / gpu["slug"] / "bench.csv"
+        check_writable(out.parent)
+        clocks0 = smi_clocks()
+        t0 = time.perf_counter()
+        rows = run_bench(names, seqs, args.dtype, args.reps, args.warmup, gpu_slug=gpu["slug"],
+                         progress=lambda m: print(m, file=sys.stderr, flush=True))
+        old = retire_file(out)
+        if old:
+            print(f"previous {out.name} kept as {old}", file=sys.stderr)
+        write_csv(rows, out)
+        from kernels.config import variant
+
+        write_json_atomic(out.with_suffix(".json"), {
+            "schema": 1, "what": "bench", "gpu": gpu,
+            "clocks": {"nvidia_smi_before": clocks0, "nvidia_smi_after": smi_clocks()},
+            "method": {"timer": "CUDA events per launch", "l2_flush": "2x L2 bytes written before each launch",
+                       "reps": args.reps, "warmup": args.warmup, "statistic": "median",
+                       "flops": "4*B*H*S^2*d", "reference": "ref = torch SDPA FLASH_ATTENTION backend",
+                       "harmonic_mean": "over S of TFLOP/s"},
+            "configs": {n: variant(n, gpu=gpu["slug"]).to_dict() for n in names if n.isdigit()},
+            "software": software(), "git": git_info(),
+            "command": " ".join(sys.argv), "created": now(), "seconds": round(time.perf_counter() - t0, 1),
+        })
+        print(table(rows))
+        print(f"wrote {out}")
+        return 0
+
+    return run_cli("bench", body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

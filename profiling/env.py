@@ -1,0 +1,102 @@
+"""Facts about the machine a measurement ran on: GPU, driver, clocks, versions, git revision.
+Everything here goes into the JSON sidecars next to reports and CSVs."""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from .errors import FlashprofError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run(cmd: list[str], timeout: float = 20) -> str:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def git_info() -> dict:
+    rev = _run(["git", "rev-parse", "HEAD"]) or None
+    dirty = bool(_run(["git", "status", "--porcelain", "--untracked-files=no"])) if rev else None
+    return {"revision": rev, "dirty": dirty}
+
+
+def require_gpu():
+    """Import torch and make sure a CUDA GPU is visible; returns torch."""
+    try:
+        import torch
+    except ImportError:
+        raise FlashprofError("torch is not installed: this command needs a CUDA GPU and the 'gpu' extra") from None
+    if not torch.cuda.is_available():
+        raise FlashprofError("no CUDA GPU is visible (torch.cuda.is_available() is False); "
+                             "run this on a machine with an NVIDIA GPU")
+    return torch
+
+
+def smi_clocks() -> dict:
+    q = "clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.draw,temperature.gpu,driver_version"
+    out = _run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader,nounits"])
+    if not out:
+        return {}
+    vals = [v.strip() for v in out.splitlines()[0].split(",")]
+    keys = ["sm_mhz", "max_sm_mhz", "mem_mhz", "max_mem_mhz", "power_w", "temp_c", "driver"]
+    return dict(zip(keys, vals))
+
+
+def gpu_info() -> dict:
+    torch = require_gpu()
+    from kernels.config import gpu_slug
+
+    p = torch.cuda.get_device_properties(0)
+    name = torch.cuda.get_device_name(0)
+    info = {
+        "name": name,
+        "slug": gpu_slug(name),
+        "compute_capability": f"{p.major}.{p.minor}",
+        "sm_count": p.multi_processor_count,
+        "memory_bytes": p.total_memory,
+        "l2_bytes": getattr(p, "L2_cache_size", None),
+    }
+    clocks = smi_clocks()
+    info["driver"] = clocks.pop("driver", None)
+    return info
+
+
+def software() -> dict:
+    import torch
+
+    return {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version(),
+        "python": ".".join(map(str, __import__("sys").version_info[:3])),
+    }
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def check_writable(directory: Path) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise FlashprofError(f"cannot create {directory}: {e.strerror}") from None
+    if not os.access(directory, os.W_OK):
+        raise FlashprofError(f"{directory} is not writable")
+
+
+def which(tool: str) -> str | None:
+    return shutil.which(tool)

@@ -1,0 +1,160 @@
+"""Nsight Compute invocation: the command line (a pure function of the options), finding
+ncu, running it with progress, recognising its failure modes, and keeping old reports.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import FlashprofError
+from .target import NVTX_RANGE
+
+#: Section sets accepted by --set; "full" is what the shipped reports use.
+SECTION_SETS = ("full", "detailed", "basic", "roofline")
+#: For SET=roofline: the sections the suite's analysis reads, without the rest of "full".
+ROOFLINE_SECTIONS = (
+    "SpeedOfLight", "SpeedOfLight_HierarchicalTensorRooflineChart",
+    "SpeedOfLight_HierarchicalSingleRooflineChart", "ComputeWorkloadAnalysis",
+    "MemoryWorkloadAnalysis", "MemoryWorkloadAnalysis_Tables", "InstructionStats",
+    "WarpStateStats", "SourceCounters", "LaunchStats", "Occupancy",
+)
+CLOCK_CONTROLS = ("none", "base")
+CACHE_CONTROLS = ("all", "none")
+
+
+@dataclass(frozen=True)
+class NcuOptions:
+    output: Path                       # without the .ncu-rep suffix
+    kernel_regex: str
+    section_set: str = "full"
+    clock_control: str = "none"        # leave the GPU's clocks alone by default
+    cache_control: str = "all"         # flush caches between replay passes
+    import_source: bool = True
+    launch_count: int = 1
+    extra: tuple[str, ...] = field(default_factory=tuple)
+
+
+def ncu_command(ncu: str, opts: NcuOptions, program: list[str]) -> list[str]:
+    """The full ncu command line. Every option the suite relies on is spelled out here."""
+    if opts.section_set not in SECTION_SETS:
+        raise FlashprofError(f"unknown section set {opts.section_set!r}: choose one of {', '.join(SECTION_SETS)}")
+    if opts.clock_control not in CLOCK_CONTROLS:
+        raise FlashprofError(f"unknown clock control {opts.clock_control!r}: choose one of {', '.join(CLOCK_CONTROLS)}")
+    if opts.cache_control not in CACHE_CONTROLS:
+        raise FlashprofError(f"unknown cache control {opts.cache_control!r}")
+    cmd = [ncu]
+    if opts.section_set == "roofline":
+        for s in ROOFLINE_SECTIONS:
+            cmd += ["--section", s]
+    else:
+        cmd += ["--set", opts.section_set]
+    cmd += [
+        "--clock-control", opts.clock_control,
+        "--cache-control", opts.cache_control,
+        "--import-source", "yes" if opts.import_source else "no",
+        "--nvtx", "--nvtx-include", f"{NVTX_RANGE}/",
+        "--kernel-name", f"regex:{opts.kernel_regex}",
+        "--launch-count", str(opts.launch_count),
+        "--export", str(opts.output),
+        *opts.extra,
+        *program,
+    ]
+    return cmd
+
+
+def find_ncu() -> str:
+    env = os.environ.get("FLASHPROF_NCU")
+    if env:
+        if not (os.path.isfile(env) and os.access(env, os.X_OK)):
+            raise FlashprofError(f"FLASHPROF_NCU={env} is not an executable")
+        return env
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for pattern in ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/bin/ncu"):
+        hits = sorted(glob.glob(pattern))
+        if hits:
+            return hits[-1]
+    raise FlashprofError("Nsight Compute ('ncu') not found: install Nsight Compute, put ncu on PATH "
+                         "or set FLASHPROF_NCU=/path/to/ncu")
+
+
+def ncu_version(ncu: str) -> str:
+    try:
+        out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        raise FlashprofError(f"cannot run {ncu}: {e}") from None
+    m = re.search(r"Version\s+([\d.]+)", out)
+    return m.group(1) if m else out.strip().splitlines()[-1] if out.strip() else "unknown"
+
+
+_PERM = re.compile(r"ERR_NVGPUCTRPERM|permission to access NVIDIA GPU Performance Counters", re.I)
+_PASSES = re.compile(r"(\d+)\s+passes")
+
+
+def diagnose(output: str, returncode: int) -> str | None:
+    """Map ncu's output to one user-facing problem, or None when it succeeded."""
+    if _PERM.search(output):
+        return ("ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM): run as root, or "
+                "load the driver with NVreg_RestrictProfilingToAdminUsers=0 "
+                "(see NVIDIA's ERR_NVGPUCTRPERM page)")
+    if "No kernels were profiled" in output:
+        return ("ncu profiled no kernel: the NVTX range or the kernel-name filter matched nothing "
+                "(is the target's kernel name what the filter expects?)")
+    if returncode != 0:
+        errs = [ln for ln in output.splitlines() if "==ERROR==" in ln or "error:" in ln]
+        tail = errs[-1] if errs else (output.strip().splitlines() or ["(no output)"])[-1]
+        return f"ncu failed (exit {returncode}): {tail.strip()}"
+    return None
+
+
+def run_ncu(cmd: list[str], label: str, stream=sys.stderr) -> tuple[str, float]:
+    """Run ncu, showing replay progress with elapsed time; returns (output, seconds)."""
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    except OSError as e:
+        raise FlashprofError(f"cannot start ncu: {e}") from None
+    lines: list[str] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith("==PROF== Profiling"):
+            m = _PASSES.search(line)
+            passes = f", {m.group(1)} passes" if m else ""
+            print(f"  [{label}] replaying{passes} ... {time.perf_counter() - t0:5.1f}s", file=stream, flush=True)
+        elif line.startswith("==PROF== Report"):
+            print(f"  [{label}] {line.strip()[9:]} ({time.perf_counter() - t0:.1f}s)", file=stream, flush=True)
+    rc = proc.wait()
+    out = "".join(lines)
+    problem = diagnose(out, rc)
+    if problem:
+        raise FlashprofError(problem)
+    return out, time.perf_counter() - t0
+
+
+def retire(report: Path, history: Path | None = None) -> Path | None:
+    """Move an existing report (and its sidecar) to history/ with a timestamp; never delete."""
+    if not report.exists():
+        return None
+    history = history or report.parent / "history"
+    history.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(report.stat().st_mtime))
+    stem = report.name[: -len(".ncu-rep")] if report.name.endswith(".ncu-rep") else report.stem
+    dest = history / f"{stem}.{stamp}.ncu-rep"
+    n = 1
+    while dest.exists():
+        dest = history / f"{stem}.{stamp}-{n}.ncu-rep"
+        n += 1
+    os.replace(report, dest)
+    side = report.with_name(stem + ".json")
+    if side.exists():
+        os.replace(side, dest.with_name(dest.name[: -len(".ncu-rep")] + ".json"))
+    return dest

@@ -1,0 +1,132 @@
+"""`make profile KERNEL=<1..7|ref|cudnn|all>`: build, gate, collect one Nsight Compute
+report per target, and write its sidecar.
+
+Output: reports/<gpu>/<stem>.ncu-rep + <stem>.json (variant config, shape, dtype, GPU,
+driver, clocks, ncu version and command, git revision). An existing report is moved to
+reports/<gpu>/history/ first, never overwritten. The analysis summary and figures are a
+separate stage (the Makefile chains them using --paths-file).
+"""
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from .errors import FlashprofError, run_cli
+from .ncu import SECTION_SETS, NcuOptions, find_ncu, ncu_command, ncu_version, retire, run_ncu
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def report_stem(base: str, seq: int, batch: int, heads: int, dtype: str, section_set: str) -> str:
+    """Shipped default shape keeps the plain name (kernel6); anything else is spelled out."""
+    if (seq, batch, heads, dtype, section_set) == (4096, 16, 16, "fp16", "full"):
+        return base
+    return f"{base}_s{seq}_b{batch}_h{heads}_{dtype}_{section_set}"
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python -m profiling.profile", description=__doc__.splitlines()[0])
+    p.add_argument("kernel", help="1-7, ref, cudnn, all, or a comma list")
+    p.add_argument("--seq", type=int, default=4096)
+    p.add_argument("--batch", type=int, default=None, help="default: the seed's batch for SEQ")
+    p.add_argument("--heads", type=int, default=16)
+    p.add_argument("--dtype", default="fp16")
+    p.add_argument("--set", dest="section_set", default="full", choices=SECTION_SETS)
+    p.add_argument("--clock-control", default="none", choices=("none", "base"))
+    p.add_argument("--out-dir", type=Path, default=None, help="default: reports/<gpu>")
+    p.add_argument("--paths-file", type=Path, default=None, help="write the report paths here")
+    p.add_argument("--no-gate", action="store_true", help="skip the correctness check (not recommended)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+
+    def body() -> int:
+        from .targets import parse_names
+        from .workload import Shape, check_dtype, seed_shape
+
+        names = parse_names(args.kernel)
+        check_dtype(args.dtype)
+        shape = Shape(args.batch or seed_shape(args.seq).batch, args.seq, args.heads)
+        ncu = find_ncu()
+        return profile_all(names, shape, args, ncu)
+
+    return run_cli("profile", body)
+
+
+def profile_all(names: list[str], shape, args, ncu: str) -> int:
+    from .correctness import require
+    from .env import check_writable, git_info, gpu_info, now, smi_clocks, software, write_json_atomic
+    from .targets import resolve
+
+    gpu = gpu_info()
+    out_dir = args.out_dir or ROOT / "reports" / gpu["slug"]
+    check_writable(out_dir)
+    version = ncu_version(ncu)
+    paths: list[Path] = []
+    t_all = time.perf_counter()
+    for i, name in enumerate(names, 1):
+        target = resolve(name, gpu=gpu["slug"])
+        label = f"{i}/{len(names)} {target.stem}"
+        if target.config is not None and shape.seq % target.config.seq_multiple():
+            raise FlashprofError(f"SEQ={shape.seq} is not a multiple of kernel {name}'s tile "
+                                 f"({target.config.seq_multiple()})")
+        t0 = time.perf_counter()
+        print(f"[{label}] {target.title}: build + correctness check", file=sys.stderr, flush=True)
+        fn = target.callable()
+        verdict = None if args.no_gate else require(fn, shape, args.dtype, target.title)
+        stem = report_stem(target.stem, shape.seq, shape.batch, shape.heads, args.dtype, args.section_set)
+        report = out_dir / f"{stem}.ncu-rep"
+        old = retire(report)
+        if old:
+            print(f"[{label}] previous report kept as {old}", file=sys.stderr)
+        program = [sys.executable, "-m", "profiling.target", name, "--batch", str(shape.batch),
+                   "--seq", str(shape.seq), "--heads", str(shape.heads), "--dtype", args.dtype]
+        opts = NcuOptions(output=report.with_suffix(""), kernel_regex=target.kernel_regex,
+                          section_set=args.section_set, clock_control=args.clock_control)
+        cmd = ncu_command(ncu, opts, program)
+        clocks_before = smi_clocks()
+        _, ncu_secs = run_ncu(cmd, target.stem)
+        if not report.exists():
+            raise FlashprofError(f"ncu finished but wrote no report at {report}")
+        sidecar = {
+            "schema": 1,
+            "kernel": name,
+            "title": target.title,
+            "config": target.config.to_dict() if target.config else None,
+            "config_slug": target.config.slug if target.config else None,
+            "shape": shape.to_dict(),
+            "dtype": args.dtype,
+            "flops": shape.flops,
+            "gpu": gpu,
+            "clocks": {"nvidia_smi_before": clocks_before, "nvidia_smi_after": smi_clocks(),
+                       "clock_control": args.clock_control,
+                       "note": "the SM clock during the profiled launch is in the report "
+                               "(sm__cycles_elapsed.avg.per_second)"},
+            "ncu": {"version": version, "section_set": args.section_set, "kernel_regex": target.kernel_regex,
+                    "args": cmd[1:], "seconds": round(ncu_secs, 2)},
+            "correctness": verdict.to_dict() if verdict else None,
+            "software": software(),
+            "git": git_info(),
+            "command": " ".join(shlex.quote(a) for a in sys.argv),
+            "created": now(),
+        }
+        write_json_atomic(report.with_name(stem + ".json"), sidecar)
+        paths.append(report)
+        print(f"[{label}] wrote {report} (ncu {ncu_secs:.1f}s, total {time.perf_counter() - t0:.1f}s)",
+              file=sys.stderr, flush=True)
+    if args.paths_file:
+        args.paths_file.parent.mkdir(parents=True, exist_ok=True)
+        args.paths_file.write_text("\n".join(str(p) for p in paths) + "\n")
+    print(f"profiled {len(paths)} target(s) in {time.perf_counter() - t_all:.1f}s", file=sys.stderr)
+    for p in paths:
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,368 @@
+"""`make tune`: auto-tuning kernel 7 per GPU (the seed chapter's kernel 7).
+
+1. The space: the seed's (B_r {64,128} x B_c {32,64} x Q/K/V load fragments {0,2} x
+   register double buffer x optimised softmax), widened with B_c = 128 and 8 warps at
+   B_r = 128; the config's own rules reject invalid combinations (e.g. Q=2 with K=0).
+   Eager loads, swizzling and cp.async stay on (each was a win in kernels 2-3).
+2. Static pruning, no GPU: every candidate compiled to a cubin (parallel, cached) and
+   dropped if it spills, needs too much shared memory, or cannot keep 8 warps per SM;
+   each drop is listed with its ptxas numbers in reports/<gpu>/autotune_static.csv.
+3. Device sweep over the survivors: each built as a plain shared library (nvcc, a few
+   seconds; no torch extension per candidate), checked by the correctness gate, then timed
+   like `make bench` (CUDA events, L2 flush, median) at S = 1024, 4096, 16384 with the
+   seed's batch sizes. Rows are appended to reports/<gpu>/autotune.csv as they finish, so
+   a re-run skips finished configs. With several GPUs, one worker process per GPU.
+4. The winner (harmonic mean of TFLOP/s over S) goes to kernels/tuned.json for that GPU;
+   kernel 7 uses it there (`make bench`, `make profile KERNEL=7`).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import ctypes
+import itertools
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from kernels.config import TUNED_FILE, ConfigError, KernelConfig
+
+from .errors import FlashprofError, run_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+TUNE_SEQS = (1024, 4096, 16384)
+SM_REGS = 65536
+SM_SMEM = 228 * 1024
+SMEM_RESERVED_PER_CTA = 1024
+MAX_WARPS_PER_SM = 64
+MIN_WARPS_PER_SM = 8
+STATIC_FIELDS = ["slug", "keep", "reason", "registers", "spill_bytes", "smem_bytes", "ctas_per_sm",
+                 "warps_per_sm", "config"]
+SWEEP_FIELDS = ["gpu", "slug", "dtype", "seq", "batch", "heads", "median_ms", "tflops", "ref_tflops",
+                "pct_of_ref", "max_err", "ref_err", "config"]
+
+
+def space() -> tuple[list[KernelConfig], list[tuple[dict, str]]]:
+    """All candidate configs, and the combinations the config rules reject (with why)."""
+    shapes = [(64, 32, 4), (64, 64, 4), (64, 128, 4), (128, 32, 4), (128, 64, 4), (128, 128, 4),
+              (128, 32, 8), (128, 64, 8), (128, 128, 8)]
+    ok, rejected = [], []
+    for (br, bc, w), q, k, v, db, opt in itertools.product(shapes, (0, 2), (0, 2), (0, 2), (0, 1), (0, 1)):
+        fields = dict(d_head=128, B_r=br, B_c=bc, n_warps=w, async_copy=True, eager_load_blocks=True,
+                      swizzled=True, Q_mma_load_K_fragments=q, K_mma_load_K_fragments=k,
+                      V_mma_load_K_fragments=v, mma_double_buffer_loads=bool(db), optimized_softmax=bool(opt))
+        try:
+            ok.append(KernelConfig(**fields))
+        except ConfigError as e:
+            rejected.append((fields, str(e).split(": ", 1)[-1]))
+    return ok, rejected
+
+
+def occupancy(registers: int, threads: int, smem: int) -> int:
+    """Resident CTAs per SM from registers (allocated per warp in 256-register units),
+    shared memory and the warp limit."""
+    warps = threads // 32
+    regs_per_warp = ((max(registers, 1) * 32 + 255) // 256) * 256
+    by_regs = SM_REGS // (regs_per_warp * warps)
+    by_smem = SM_SMEM // (smem + SMEM_RESERVED_PER_CTA)
+    by_warps = MAX_WARPS_PER_SM // warps
+    return max(0, min(by_regs, by_smem, by_warps, 32))
+
+
+def static_prune(cfgs: list[KernelConfig], arch: str, dtype: str = "fp16", progress=print) -> list[dict]:
+    from kernels.sass import build_many, log_path, pick_function, ptxas_report
+
+    t0 = time.perf_counter()
+    built = build_many([(c, arch) for c in cfgs])
+    progress(f"static build of {len(cfgs)} candidates for {arch}: {time.perf_counter() - t0:.1f}s")
+    rows = []
+    for c in cfgs:
+        stats = ptxas_report(log_path(built[(c, arch)]))
+        st = stats[pick_function(stats.keys(), dtype)]
+        spill = st.spill_store_bytes + st.spill_load_bytes + st.stack_bytes
+        ctas = occupancy(st.registers, c.threads, c.smem_bytes)
+        warps = ctas * c.n_warps
+        reason = ""
+        if spill:
+            reason = f"spills: {st.spill_store_bytes} B stored, {st.spill_load_bytes} B loaded, stack {st.stack_bytes} B"
+        elif c.smem_bytes > 227 * 1024:
+            reason = f"needs {c.smem_bytes} B shared memory (> 227 KiB)"
+        elif warps < MIN_WARPS_PER_SM:
+            reason = f"occupancy: {ctas} CTA(s) x {c.n_warps} warps = {warps} warps/SM < {MIN_WARPS_PER_SM} ({st.registers} regs)"
+        rows.append({"slug": c.slug, "keep": not reason, "reason": reason, "registers": st.registers,
+                     "spill_bytes": spill, "smem_bytes": c.smem_bytes, "ctas_per_sm": ctas,
+                     "warps_per_sm": warps, "config": json.dumps(c.to_dict(), sort_keys=True)})
+    return rows
+
+
+def build_shared_lib(cfg: KernelConfig, arch: str, out_dir: Path) -> Path:
+    """nvcc -> a plain .so exposing flashprof_fwd_c (see csrc/flash_fwd.cu)."""
+    out = out_dir / f"{cfg.slug}.so"
+    if out.exists():
+        return out
+    tmp = out.with_suffix(f".{os.getpid()}.tmp.so")
+    cmd = ["nvcc", "-shared", "-Xcompiler", "-fPIC", "-O3", "-std=c++17", "-lineinfo", f"-arch={arch}",
+           *cfg.nvcc_flags(), str(ROOT / "kernels/csrc/flash_fwd.cu"), "-o", str(tmp)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise FlashprofError(f"nvcc failed for {cfg.slug}: {r.stderr.strip().splitlines()[-1:]}")
+    os.replace(tmp, out)
+    return out
+
+
+class SharedLibKernel:
+    """fn(q, k, v, out=None) over a variant loaded with ctypes."""
+
+    def __init__(self, path: Path, cfg: KernelConfig):
+        self.cfg = cfg
+        self.lib = ctypes.CDLL(str(path))
+        f = self.lib.flashprof_fwd_c
+        f.restype = ctypes.c_int
+        f.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 4 + [ctypes.c_void_p]
+        self.f = f
+
+    def __call__(self, q, k, v, out=None):
+        import torch
+
+        from kernels.api import check_inputs
+
+        check_inputs(q, k, v, self.cfg, out)
+        o = out if out is not None else torch.empty_like(q)
+        b, s, h, _ = q.shape
+        err = self.f(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), b, s, h,
+                     0 if q.dtype == torch.float16 else 1, torch.cuda.current_stream().cuda_stream)
+        if err:
+            raise FlashprofError(f"{self.cfg.slug}: launch failed with cudaError {err}")
+        return o
+
+
+def finished(csv_path: Path, dtype: str, seqs) -> set[str]:
+    if not csv_path.exists():
+        return set()
+    seen: dict[str, set[int]] = {}
+    with csv_path.open() as f:
+        for r in csv.DictReader(f):
+            if r["dtype"] == dtype:
+                seen.setdefault(r["slug"], set()).add(int(r["seq"]))
+    return {s for s, got in seen.items() if set(seqs) <= got}
+
+
+def append_rows(csv_path: Path, rows: list[dict]) -> None:
+    """One write per config (O_APPEND): safe with one worker process per GPU."""
+    new = not csv_path.exists()
+    import io
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=SWEEP_FIELDS)
+    if new:
+        w.writeheader()
+    for r in rows:
+        w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+    with csv_path.open("a") as f:
+        f.write(buf.getvalue())
+        f.flush()
+
+
+def sweep(cfgs: list[KernelConfig], seqs, dtype: str, reps: int, warmup: int, csv_path: Path, gpu_slug: str,
+          lib_dir: Path, progress=print) -> None:
+    import torch
+
+    from .bench import time_fn
+    from .correctness import check
+    from .reference import sdpa
+    from .workload import Shape, make_inputs, seed_shape
+
+    major, minor = torch.cuda.get_device_capability()
+    arch = f"sm_{major}{minor}"
+    lib_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as pool:
+        libs = dict(zip(cfgs, pool.map(lambda c: build_shared_lib(c, arch, lib_dir), cfgs)))
+    progress(f"built {len(cfgs)} shared libraries in {time.perf_counter() - t0:.1f}s")
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    flush = torch.empty(max(2 * l2, 64 << 20) // 4, dtype=torch.float32, device="cuda")
+    inputs = {s: make_inputs(seed_shape(s), dtype, seed=s) for s in seqs}
+    ref = sdpa("ref")
+    ref_tflops = {}
+    for s in seqs:
+        q, k, v = inputs[s]
+        ms = statistics.median(time_fn(ref, (q, k, v), {}, reps, warmup, flush))
+        ref_tflops[s] = seed_shape(s).flops / (ms * 1e-3) / 1e12
+    t_sweep = time.perf_counter()
+    for i, cfg in enumerate(cfgs, 1):
+        fn = SharedLibKernel(libs[cfg], cfg)
+        verdict = check(fn, Shape(2, 1024, 4), dtype)
+        rows = []
+        for s in seqs:
+            shape = seed_shape(s)
+            q, k, v = inputs[s]
+            out = torch.empty_like(q)
+            if not verdict.ok:
+                ms = float("nan")
+            else:
+                ms = statistics.median(time_fn(fn, (q, k, v), {"out": out}, reps, warmup, flush))
+            tf = shape.flops / (ms * 1e-3) / 1e12 if ms == ms else float("nan")
+            rows.append({"gpu": gpu_slug, "slug": cfg.slug, "dtype": dtype, "seq": s, "batch": shape.batch,
+                         "heads": shape.heads, "median_ms": ms, "tflops": tf, "ref_tflops": ref_tflops[s],
+                         "pct_of_ref": 100 * tf / ref_tflops[s], "max_err": verdict.max_err,
+                         "ref_err": verdict.ref_err, "config": json.dumps(cfg.to_dict(), sort_keys=True)})
+        append_rows(csv_path, rows)
+        el = time.perf_counter() - t_sweep
+        eta = el / i * (len(cfgs) - i)
+        status = "FAILED gate" if not verdict.ok else " ".join(f"{r['tflops']:5.0f}" for r in rows)
+        progress(f"[{i:3d}/{len(cfgs)}] {cfg.slug:<52} {status} TFLOP/s  elapsed {el:4.0f}s eta {eta:4.0f}s")
+
+
+def harmonic(xs):
+    xs = [x for x in xs if x == x and x > 0]
+    return len(xs) / sum(1 / x for x in xs) if xs else float("nan")
+
+
+def rank(csv_path: Path, dtype: str, seqs) -> list[tuple[float, str, dict, dict]]:
+    """[(harmonic-mean TFLOP/s, slug, config dict, per-S pct)] best first, complete configs only."""
+    by: dict[str, dict] = {}
+    with csv_path.open() as f:
+        for r in csv.DictReader(f):
+            if r["dtype"] != dtype or int(r["seq"]) not in seqs:
+                continue
+            e = by.setdefault(r["slug"], {"config": json.loads(r["config"]), "tf": {}, "pct": {}, "ref": {}})
+            e["tf"][int(r["seq"])] = float(r["tflops"])
+            e["pct"][int(r["seq"])] = float(r["pct_of_ref"])
+            e["ref"][int(r["seq"])] = float(r["ref_tflops"])
+    out = []
+    for slug, e in by.items():
+        if set(seqs) <= set(e["tf"]):
+            hm = harmonic([e["tf"][s] for s in seqs])
+            if hm == hm:
+                out.append((hm, slug, e["config"], {**e["pct"], "hm_pct": 100 * hm / harmonic([e["ref"][s] for s in seqs])}))
+    return sorted(out, key=lambda t: -t[0])
+
+
+def save_winner(gpu_slug: str, hm: float, cfg: dict, pct: dict, dtype: str, seqs, path: Path = TUNED_FILE) -> None:
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data[gpu_slug] = {"config": cfg, "slug": KernelConfig.from_dict(cfg).slug, "dtype": dtype,
+                      "seqs": list(seqs), "harmonic_mean_tflops": round(hm, 2),
+                      "pct_of_ref": {str(k): round(v, 2) for k, v in pct.items()},
+                      "source": f"reports/{gpu_slug}/autotune.csv",
+                      "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def write_static(rows: list[dict], path: Path) -> None:
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=STATIC_FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m profiling.tune", description=__doc__.splitlines()[0])
+    p.add_argument("--static-only", action="store_true", help="prune without a GPU and stop")
+    p.add_argument("--arch", default=None, help="static build arch (default: the GPU's, else sm_90)")
+    p.add_argument("--gpu", default=None, help="GPU slug for --static-only output (default h200)")
+    p.add_argument("--dtype", default="fp16")
+    p.add_argument("--seqs", default=",".join(map(str, TUNE_SEQS)))
+    p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--top", type=int, default=10)
+    args = p.parse_args(argv)
+
+    def body() -> int:
+        from .workload import check_dtype
+
+        check_dtype(args.dtype)
+        seqs = tuple(int(s) for s in args.seqs.split(","))
+        say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+        if args.static_only:
+            gpu_slug, arch = args.gpu or "h200", args.arch or "sm_90"
+        else:
+            from .env import gpu_info
+
+            gpu = gpu_info()
+            gpu_slug = gpu["slug"]
+            arch = args.arch or "sm_" + gpu["compute_capability"].replace(".", "")
+        out_dir = ROOT / "reports" / gpu_slug
+        out_dir.mkdir(parents=True, exist_ok=True)
+        cfgs, rejected = space()
+        say(f"space: {len(cfgs) + len(rejected)} combinations, {len(rejected)} rejected by config rules, "
+            f"{len(cfgs)} candidates")
+        static_csv = out_dir / "autotune_static.csv"
+        try:
+            static = static_prune(cfgs, arch, args.dtype, progress=say)
+        except Exception as e:  # no toolchain on this machine: reuse the committed pruning
+            if args.static_only or not static_csv.exists():
+                raise FlashprofError(f"static pruning failed: {e}") from None
+            say(f"static build unavailable ({str(e).splitlines()[0]}); using {static_csv}")
+            with static_csv.open() as f:
+                kept = {r["slug"] for r in csv.DictReader(f) if r["keep"] == "True"}
+            static = [{"slug": c.slug, "keep": c.slug in kept, "reason": "" if c.slug in kept else "pruned statically"}
+                      for c in cfgs]
+        static += [{"slug": "", "keep": False, "reason": f"config rule: {why}", "registers": "", "spill_bytes": "",
+                    "smem_bytes": "", "ctas_per_sm": "", "warps_per_sm": "",
+                    "config": json.dumps(f, sort_keys=True)} for f, why in rejected]
+        if static and "registers" in static[0]:
+            write_static(static, static_csv)
+        keep = [c for c, r in zip(cfgs, static) if r["keep"]]
+        for r in static:
+            if not r["keep"]:
+                say(f"  dropped {r['slug'] or r['config']}: {r['reason']}")
+        say(f"static pruning kept {len(keep)} of {len(cfgs)} (see {out_dir / 'autotune_static.csv'})")
+        if args.static_only:
+            return 0
+        csv_path = out_dir / "autotune.csv"
+        done = finished(csv_path, args.dtype, seqs)
+        todo = [c for c in keep if c.slug not in done]
+        only = os.environ.get("FLASHPROF_TUNE_SLUGS")  # set for per-GPU worker processes
+        if only:
+            todo = [c for c in todo if c.slug in set(only.split(","))]
+        say(f"sweep: {len(todo)} to time, {len(keep) - len(todo)} already in {csv_path.name}")
+        t0 = time.perf_counter()
+        if todo:
+            run_workers(todo, seqs, args, csv_path, gpu_slug, say)
+        ranked = rank(csv_path, args.dtype, seqs)
+        if not ranked:
+            raise FlashprofError("no configuration finished the sweep")
+        hm, slug, cfg, pct = ranked[0]
+        save_winner(gpu_slug, hm, cfg, pct, args.dtype, seqs)
+        print(f"{'rank':>4} {'harmonic TFLOP/s':>16} {'% of FA2':>8}  config")
+        for i, (h, s, _, pc) in enumerate(ranked[: args.top], 1):
+            print(f"{i:>4} {h:16.1f} {pc['hm_pct']:8.1f}  {s}")
+        print(f"winner for {gpu_slug}: {slug} ({hm:.1f} TFLOP/s, {pct['hm_pct']:.1f}% of FA2) -> {TUNED_FILE.name}; "
+              f"sweep {time.perf_counter() - t0:.0f}s")
+        return 0
+
+    return run_cli("tune", body)
+
+
+def run_workers(todo, seqs, args, csv_path, gpu_slug, say) -> None:
+    import torch
+
+    n_gpu = torch.cuda.device_count()
+    lib_dir = ROOT / "build" / "tune"
+    if n_gpu <= 1 or os.environ.get("FLASHPROF_TUNE_WORKER"):
+        sweep(todo, seqs, args.dtype, args.reps, args.warmup, csv_path, gpu_slug, lib_dir, progress=say)
+        return
+    # One process per GPU, each sweeping every n-th candidate; rows go to the same CSV.
+    procs = []
+    for g in range(n_gpu):
+        share = todo[g::n_gpu]
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(g), "FLASHPROF_TUNE_WORKER": "1",
+               "FLASHPROF_TUNE_SLUGS": ",".join(c.slug for c in share)}
+        procs.append(subprocess.Popen([sys.executable, "-m", "profiling.tune", "--dtype", args.dtype,
+                                       "--seqs", ",".join(map(str, seqs)), "--reps", str(args.reps)], env=env))
+    for pr in procs:
+        pr.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""Shared fixtures: real reports, parsed once per session, plus raw ncu_report values.
+
+Expected values in the tests come from ``raw_metrics`` (read straight through
+ncu_report, not through the analysis package), so the tests check our arithmetic
+against Nsight Compute's own counters rather than against itself.
+"""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+REF = ROOT / "reports" / "h200" / "ref.ncu-rep"
+CUDNN = ROOT / "reports" / "h200" / "cudnn.ncu-rep"
+SOL = ROOT / "tests" / "data" / "fa2_sol_only.ncu-rep"
+GEMM = ROOT / "tests" / "data" / "gemm_foreign.ncu-rep"
+
+
+def raw_metrics(path: Path, launch: int = 0) -> dict:
+    """{metric: value} for one action, straight from ncu_report (scalar values only)."""
+    ncu_report = pytest.importorskip("ncu_report")
+    report = ncu_report.load_report(str(path))
+    action = report.range_by_idx(0).action_by_idx(launch)
+    out = {}
+    for name in action.metric_names():
+        m = action.metric_by_name(name)
+        out[name] = m.value()
+    return out
+
+
+@pytest.fixture(scope="session")
+def raw_ref() -> dict:
+    return raw_metrics(REF)
+
+
+@pytest.fixture(scope="session")
+def raw_cudnn() -> dict:
+    return raw_metrics(CUDNN)
+
+
+@pytest.fixture(scope="session")
+def full_frame():
+    """ref + cudnn, parsed without the cache so the parser itself is exercised."""
+    from analysis.parse import load_frame
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # full-set reports must not warn
+        return load_frame([REF, CUDNN], cache=False)
+
+
+def _load_recording(paths):
+    from analysis.parse import load_frame
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frame = load_frame(paths, cache=False)
+    return frame, caught
+
+
+@pytest.fixture(scope="session")
+def sol_load():
+    """(frame, warnings) for the SpeedOfLight+LaunchStats-only FA2 report."""
+    return _load_recording([SOL])
+
+
+@pytest.fixture(scope="session")
+def gemm_load():
+    """(frame, warnings) for the foreign cuBLAS GEMM report (SpeedOfLight only)."""
+    return _load_recording([GEMM])
+
+
+@pytest.fixture(scope="session")
+def ref_source():
+    from analysis.parse import load_source_frame
+    return load_source_frame(REF)

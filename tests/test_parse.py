@@ -1,0 +1,243 @@
+"""Parse stage: long-frame contract, identity columns, cache, errors, warnings."""
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+import warnings
+import zlib
+
+import pandas as pd
+import pytest
+
+from analysis import parse
+from analysis.errors import FlashprofWarning, ReportError
+from analysis.parse import FRAME_COLUMNS, KEY_COLUMNS, load_frame, load_source_frame, validate_frame
+from conftest import CUDNN, GEMM, REF, SOL, raw_metrics
+
+SIDECAR = {
+    "schema": 1, "kernel": "6", "title": "Kernel 6: swizzled", "config": None,
+    "shape": {"batch": 16, "seq": 4096, "heads": 16, "d_head": 128}, "dtype": "fp16",
+    "gpu": {"name": "NVIDIA H200", "slug": "h200"}, "clocks": {}, "ncu": {"version": "x", "args": []},
+    "git": {"revision": "abc"}, "command": "ncu ...", "created": "2026-11-29T00:00:00Z",
+}
+
+
+def _tiny_png() -> bytes:
+    """A valid 1x1 grey PNG built by hand (signature, IHDR, IDAT, IEND)."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    ihdr = struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00\x80")) + chunk(b"IEND", b"")
+
+
+# ----------------------------------------------------------------------------- contract
+def test_frame_columns_key_and_units(full_frame):
+    assert tuple(full_frame.columns) == FRAME_COLUMNS
+    assert not full_frame.duplicated(list(KEY_COLUMNS)).any()
+    assert (full_frame.groupby("metric")["unit"].nunique() <= 1).all()
+    validate_frame(full_frame)
+    assert set(full_frame["report"]) == {"ref", "cudnn"}
+    assert full_frame["value"].dtype == "float64"
+
+
+def test_validator_rejects_duplicate_key(full_frame):
+    bad = pd.concat([full_frame.head(3), full_frame.head(1)], ignore_index=True)
+    with pytest.raises(ValueError, match="not unique"):
+        validate_frame(bad)
+
+
+def test_identity_columns_without_sidecar(full_frame):
+    ref = full_frame[full_frame["report"] == "ref"].iloc[0]
+    assert ref["gpu"] == "NVIDIA H200"
+    assert ref["arch"] == "sm_90"
+    assert ref["kernel"] == "flash_fwd_kernel"
+    assert "pytorch_flash::flash_fwd_kernel<" in ref["kernel_full"]
+    assert ref["range_idx"] == 0 and ref["launch"] == 0
+    for col in ("variant", "title", "dtype", "batch", "seq", "heads", "d_head"):
+        assert pd.isna(ref[col]), col
+    assert str(REF) == ref["path"]
+
+
+def test_values_equal_ncu_report(full_frame, raw_ref):
+    ref = full_frame[full_frame["report"] == "ref"].set_index("metric")["value"]
+    numeric = {k: v for k, v in raw_ref.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    assert len(ref) >= len(numeric)
+    for name, v in numeric.items():
+        assert ref[name] == pytest.approx(float(v), rel=1e-12), name
+    # Strings become identity columns, never rows.
+    assert "device__attribute_display_name" not in ref.index
+    assert ref["gpu__time_duration.sum"] == pytest.approx(5998176.0)
+
+
+def test_opcode_mix_rows(full_frame):
+    ncu_report = pytest.importorskip("ncu_report")
+    action = ncu_report.load_report(str(REF)).range_by_idx(0).action_by_idx(0)
+    m = action.metric_by_name("sass__inst_executed_per_opcode")
+    ids = m.correlation_ids()
+    expected = {ids.value(i): m.value(i) for i in range(m.num_instances())}
+    ref = full_frame[full_frame["report"] == "ref"].set_index("metric")["value"]
+    for op, v in expected.items():
+        assert ref[f"sass__inst_executed_per_opcode[{op}]"] == pytest.approx(v)
+
+
+def test_sidecar_identity(tmp_path):
+    shutil.copy(GEMM, tmp_path / "kernel6.ncu-rep")
+    (tmp_path / "kernel6.json").write_text(json.dumps(SIDECAR))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FlashprofWarning)
+        frame = load_frame(tmp_path / "kernel6.ncu-rep", cache=False)
+    row = frame.iloc[0]
+    assert row["report"] == "kernel6" and row["variant"] == "6"
+    assert row["title"] == "Kernel 6: swizzled" and row["dtype"] == "fp16"
+    assert (row["batch"], row["seq"], row["heads"], row["d_head"]) == (16, 4096, 16, 128)
+
+
+def test_broken_sidecar_is_an_error(tmp_path):
+    shutil.copy(GEMM, tmp_path / "k.ncu-rep")
+    (tmp_path / "k.json").write_text("{not json")
+    with pytest.raises(ReportError, match="k.json"):
+        load_frame(tmp_path / "k.ncu-rep", cache=False)
+
+
+def test_same_stem_in_two_folders_stays_unique(tmp_path):
+    for d in ("h200", "a100"):
+        (tmp_path / d).mkdir()
+        shutil.copy(GEMM, tmp_path / d / "x.ncu-rep")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FlashprofWarning)
+        frame = load_frame([tmp_path / "h200" / "x.ncu-rep", tmp_path / "a100" / "x.ncu-rep"], cache=False)
+    assert set(frame["report"]) == {"h200/x", "a100/x"}
+
+
+# ----------------------------------------------------------------------------- cache
+def test_cache_roundtrip_and_invalidation(tmp_path):
+    report = tmp_path / "g.ncu-rep"
+    shutil.copy(GEMM, report)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FlashprofWarning)
+        cold = load_frame(report)
+        cached = list((tmp_path / ".flashprof-cache").glob("g.*.parquet"))
+        assert len(cached) == 1 and len(cached[0].name.split(".")[1]) == 40
+        warm = load_frame(report)
+        pd.testing.assert_frame_equal(cold, warm)
+        # A new sidecar changes the content hash: new cache entry, stale one removed.
+        (tmp_path / "g.json").write_text(json.dumps(SIDECAR))
+        fresh = load_frame(report)
+    assert fresh["variant"].iloc[0] == "6"
+    again = list((tmp_path / ".flashprof-cache").glob("g.*.parquet"))
+    assert len(again) == 1 and again != cached
+
+
+def test_no_pyarrow_means_no_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(parse, "_have_pyarrow", lambda: False)
+    shutil.copy(GEMM, tmp_path / "g.ncu-rep")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FlashprofWarning)
+        frame = load_frame(tmp_path / "g.ncu-rep")
+    assert len(frame) > 0
+    assert not (tmp_path / ".flashprof-cache").exists()
+
+
+# ----------------------------------------------------------------------------- errors
+@pytest.mark.parametrize("case", ["missing", "directory", "empty", "truncated", "png"])
+def test_bad_inputs_raise_report_error(tmp_path, case):
+    target = tmp_path / f"{case}.ncu-rep"
+    if case == "directory":
+        target.mkdir()
+    elif case == "empty":
+        target.write_bytes(b"")
+    elif case == "truncated":
+        target.write_bytes(REF.read_bytes()[:1000])
+    elif case == "png":
+        target.write_bytes(_tiny_png())
+    with pytest.raises(ReportError) as info:
+        load_frame(target, cache=False)
+    assert str(target) in str(info.value)
+
+
+class _FakeRange:
+    def __init__(self, n):
+        self.n = n
+
+    def num_actions(self):
+        return self.n
+
+
+class _FakeReport:
+    def __init__(self, ranges):
+        self.ranges = ranges
+
+    def num_ranges(self):
+        return len(self.ranges)
+
+    def range_by_idx(self, i):
+        return _FakeRange(self.ranges[i])
+
+
+@pytest.mark.parametrize("ranges, words", [([], "no profiled ranges"), ([0, 0], "no profiled kernel launches")])
+def test_zero_ranges_or_actions(tmp_path, monkeypatch, ranges, words):
+    target = tmp_path / "z.ncu-rep"
+    shutil.copy(GEMM, target)
+    monkeypatch.setattr(parse, "_load_raw", lambda path: _FakeReport(ranges))
+    with pytest.raises(ReportError, match=words) as info:
+        load_frame(target, cache=False)
+    assert str(target) in str(info.value)
+
+
+def test_no_paths_is_an_error():
+    with pytest.raises(ReportError):
+        load_frame([], cache=False)
+
+
+# ----------------------------------------------------------------------------- warnings
+def test_smaller_section_set_warns_once(sol_load):
+    frame, caught = sol_load
+    ours = [w for w in caught if issubclass(w.category, FlashprofWarning)]
+    assert len(ours) == 1
+    text = str(ours[0].message)
+    assert "fa2_sol_only" in text and "WarpStateStats" in text and "SpeedOfLight_HierarchicalTensorRooflineChart" in text
+    assert frame["gpu__time_duration.sum" == frame["metric"]]["value"].iloc[0] == pytest.approx(6051008.0)
+
+
+def test_foreign_report_parses(gemm_load):
+    frame, caught = gemm_load
+    assert frame["kernel"].iloc[0].startswith("nvjet_sm90")
+    assert len([w for w in caught if issubclass(w.category, FlashprofWarning)]) == 1
+
+
+# ----------------------------------------------------------------------------- per-PC
+def test_source_frame(ref_source):
+    raw = raw_metrics(REF)
+    src = ref_source
+    for col in ("pc", "sass", "file", "line", "inst_executed", "samples", "function",
+                "stall_math_pipe_throttle", "stall_short_scoreboard", "stall_no_instruction",
+                "stall_math_pipe_throttle_not_issued"):
+        assert col in src.columns, col
+    assert src["pc"].is_unique and src["function"].iloc[0] == "flash_fwd_kernel"
+    # Per-PC totals add up to the report's own aggregates.
+    assert src["inst_executed"].sum() == pytest.approx(raw["inst_executed"])
+    assert src["stall_math_pipe_throttle"].sum() == pytest.approx(
+        raw["smsp__pcsamp_warps_issue_stalled_math_pipe_throttle"])
+    assert src["samples"].sum() == pytest.approx(raw["smsp__pcsamp_sample_count"])
+    assert src["sass"].str.contains("HMMA").any()
+    # PyTorch's kernel was not built with -lineinfo: no file/line.
+    assert (src["file"] == "").all() and src["line"].isna().all()
+
+
+def test_source_frame_bad_launch():
+    with pytest.raises(ReportError, match="no launch 5"):
+        load_source_frame(GEMM, launch=5)
+
+
+def test_source_frame_without_source_counters():
+    src = load_source_frame(SOL)
+    assert "stall_math_pipe_throttle" not in src.columns
+    assert list(src.columns[:4]) == ["report", "launch", "function", "pc"]
+
+
+def test_pivot_metrics(full_frame):
+    from analysis.parse import pivot_metrics
+    wide = pivot_metrics(full_frame, ["gpu__time_duration.sum", "not_a_metric"])
+    assert len(wide) == 2 and wide["not_a_metric"].isna().all()
+    assert wide.set_index("report").loc["ref", "gpu__time_duration.sum"] == pytest.approx(5998176.0)
