@@ -37,8 +37,10 @@ figures: setup ## draw the figures from REPORTS
 build: ## build kernel KERNEL as a torch extension (GPU machine)
 	$(PY) -m kernels.build $(KERNEL)
 
-profile: ## profile kernel KERNEL with Nsight Compute (SEQ, DTYPE, SET)
-	$(PY) -m profiling.profile $(KERNEL) --seq $(SEQ) --dtype $(DTYPE) --set $(SET)
+profile: ## profile KERNEL (1-7, ref, cudnn, all) with Nsight Compute, then summarise and draw it
+	$(PY) -m profiling.profile $(KERNEL) --seq $(SEQ) --dtype $(DTYPE) --set $(SET) --paths-file build/last_profile.txt
+	$(PY) -m analysis summary $$(cat build/last_profile.txt)
+	$(PY) -m analysis.figures --reports $$(dirname $$(head -n 1 build/last_profile.txt))
 
 bench: ## benchmark kernels 1-7 against the reference
 	$(PY) -m profiling.bench
