@@ -84,10 +84,19 @@ def test_input_errors(kernels):
         k6(x, x, x)
     with pytest.raises(InputError, match="differs"):
         k6(q, q[:, :128].contiguous(), q)
-    # The C++ layer refuses too when the Python checks are bypassed.
-    with pytest.raises(RuntimeError, match="multiple"):
-        x = torch.randn(1, 96, 2, 128, device="cuda", dtype=torch.float16)
-        k6.module.fwd(x, x, x, None)
+
+
+def test_cpp_layer_refuses_bad_seq(kernels):
+    """The binding checks again when the Python checks are bypassed. Run in a child
+    process so that a crash fails this test instead of the whole session."""
+    import sys
+
+    code = ("import torch; from kernels.api import load; m = load(6).module\n"
+            "x = torch.randn(1, 96, 2, 128, device='cuda', dtype=torch.float16)\n"
+            "try:\n    m.fwd(x, x, x, torch.empty_like(x))\nexcept Exception as e:\n    print('REFUSED', e)\n")
+    r = subprocess.run([sys.executable, "-X", "faulthandler", "-c", code], capture_output=True, text=True,
+                       cwd=ROOT, timeout=300)
+    assert r.returncode == 0 and "REFUSED" in r.stdout and "multiple" in r.stdout, r.stdout + r.stderr[-3000:]
 
 
 def _sanitizer() -> str:

@@ -1,0 +1,90 @@
+"""`python -m analysis.figures`: the full expected set of PNGs from the shipped reports,
+skips with a note, and the one-line error contract (exit 2, no traceback)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from analysis import figures
+
+ROOT = figures.ROOT
+REPORTS = ROOT / "reports" / "h200"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _run(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "analysis.figures", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("figs")
+    res = _run("--reports", REPORTS, "--out", out)
+    return res, out
+
+
+def test_every_registered_figure_is_written(built):
+    res, out = built
+    assert res.returncode == 0, res.stderr
+    inp = figures.make_inputs(REPORTS)
+    expected = {f for spec in figures.FIGURES.values() for f in spec.outputs(inp)}
+    # what the shipped reports must always give
+    assert {"roofline_overlay.png", "roofline_ref.png", "roofline_cudnn.png", "stalls.png",
+            "stall_lines_ref.png", "pipes.png", "bank_conflicts.png", "progression.png"} <= expected
+    written = {p.name for p in out.glob("*.png")}
+    assert written == expected
+    for name in expected:
+        data = (out / name).read_bytes()
+        assert len(data) > 10_000 and data.startswith(PNG_MAGIC), name
+    assert not list(out.glob("*.tmp")) and not list(out.glob(".*.tmp"))  # atomic writes left nothing
+    # one progress line per file, and a total
+    lines = res.stdout.strip().splitlines()
+    assert len([ln for ln in lines if ln.endswith("s)") and ".png" in ln]) == len(expected)
+    assert "Traceback" not in res.stderr
+
+
+def test_only_and_missing_sass_table_is_a_skip(tmp_path):
+    res = _run("--reports", REPORTS, "--out", tmp_path, "--sass", tmp_path / "nosass", "--only", "sass_mix", "pipes")
+    assert res.returncode == 0, res.stderr
+    assert "sass_mix" in res.stdout and "skipped" in res.stdout
+    assert {p.name for p in tmp_path.glob("*.png")} == {"pipes.png"}
+
+
+@pytest.mark.parametrize("case", ["missing_dir", "empty_dir", "bad_only", "bad_report"])
+def test_errors_are_one_line_exit_2(tmp_path, case):
+    if case == "missing_dir":
+        args = ["--reports", tmp_path / "nope", "--out", tmp_path / "o"]
+    elif case == "empty_dir":
+        args = ["--reports", tmp_path, "--out", tmp_path / "o"]
+    elif case == "bad_only":
+        args = ["--reports", REPORTS, "--out", tmp_path / "o", "--only", "nonsense"]
+    else:
+        (tmp_path / "junk.ncu-rep").write_bytes(b"not a report at all")
+        args = ["--reports", tmp_path, "--out", tmp_path / "o"]
+    res = _run(*args)
+    assert res.returncode == 2
+    err = res.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("figures: error: "), res.stderr
+    assert "Traceback" not in res.stderr
+    assert not (tmp_path / "o").exists() or not list((tmp_path / "o").glob("*.png"))
+
+
+def test_bench_headline_is_the_harmonic_mean_ratio():
+    bench = pd.DataFrame({"target": ["1", "1", "ref", "ref"], "seq": [512, 1024, 512, 1024],
+                          "tflops": [100.0, 300.0, 200.0, 200.0]})
+    h = figures.bench_headline(bench).set_index("target")
+    assert h.loc["1", "hm_tflops"] == pytest.approx(150.0)  # 2 / (1/100 + 1/300)
+    assert h.loc["1", "pct_of_ref_hm"] == pytest.approx(75.0)
+    assert h.loc["ref", "pct_of_ref_hm"] == pytest.approx(100.0)
+
+
+def test_sass_deltas_consecutive_pairs():
+    o = pd.DataFrame({"kernel": ["5", "5", "6", "6"], "arch": ["sm_90"] * 4, "dtype": ["fp16"] * 4,
+                      "opcode": ["FMUL", "FFMA", "FMUL", "FFMA"], "count": [194, 2, 132, 34]})
+    d = figures.sass_deltas(o).set_index("opcode")
+    assert d.loc["FMUL", "delta"] == -62 and d.loc["FFMA", "delta"] == 32
+    assert set(zip(d["a"], d["b"])) == {("5", "6")}

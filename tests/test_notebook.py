@@ -1,0 +1,46 @@
+"""analysis/explore_stalls.ipynb: stored without outputs, and runs top to bottom on the
+shipped reports with no cell error (started from analysis/, as `make notebook` does)."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "analysis" / "explore_stalls.ipynb"
+
+
+def test_notebook_is_stored_stripped():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nbformat.validate(nb)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code
+    for c in code:
+        assert c.outputs == [] and c.execution_count is None
+
+
+def _kernel_name() -> str:
+    # The kernel spec installed by ipykernel into this interpreter's prefix (the venv).
+    from jupyter_client.kernelspec import KernelSpecManager
+    specs = KernelSpecManager().find_kernel_specs()
+    if "python3" not in specs:
+        pytest.skip("no python3 kernel spec: python -m ipykernel install --sys-prefix")
+    return "python3"
+
+
+@pytest.mark.parametrize("cwd", ["analysis", "tests"])
+def test_notebook_runs_clean(cwd):
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    t0 = time.perf_counter()
+    client = nbclient.NotebookClient(nb, timeout=120, kernel_name=_kernel_name(),
+                                     resources={"metadata": {"path": str(ROOT / cwd)}})
+    client.execute()  # raises CellExecutionError on the first failing cell
+    assert time.perf_counter() - t0 < 60
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert any("image/png" in o.get("data", {}) for o in outputs)  # figures rendered inline

@@ -1,0 +1,153 @@
+"""Plot functions: structure, not pixels (log axes, one series per kernel, ceilings drawn
+equal to the analysis values, stacked segments sum to the analysis totals, no NaN)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
+
+from analysis import plots
+from analysis.parse import launch_identity
+from analysis.roofline import roofline
+from analysis.stalls import bank_conflicts, stalls, top_stall_lines
+from analysis.pipes import pipes
+
+TF = 1e12
+
+
+@pytest.fixture(scope="module")
+def roof(full_frame):
+    return roofline(full_frame)
+
+
+@pytest.fixture(scope="module")
+def ident(full_frame):
+    return launch_identity(full_frame)
+
+
+def _by_gid(ax, prefix, kind=Line2D):
+    children = ax.lines if kind is Line2D else ax.patches
+    return {a.get_gid(): a for a in children if (a.get_gid() or "").startswith(prefix)}
+
+
+def _no_nan_lines(ax):
+    for line in ax.lines:
+        x, y = (np.asarray(v, float) for v in line.get_data())
+        assert np.isfinite(x).all() and np.isfinite(y).all(), line.get_gid()
+
+
+def test_overlay_is_loglog_with_one_series_per_kernel(roof, ident):
+    fig = plots.plot_roofline(roof, ident)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    series = _by_gid(ax, "series:")
+    assert set(series) == {"series:ref#0", "series:cudnn#0"}
+    for gid, line in series.items():
+        report = gid.split(":")[1].split("#")[0]
+        x, y = line.get_data()
+        assert len(x) == 4 and line.get_marker() in ("None", "", None)  # points are separate markers
+        want = roof[roof["report"] == report].sort_values("ai_tensor")
+        assert np.allclose(x, want["ai_tensor"]) and np.allclose(np.asarray(y) * TF, want["flops_tensor"])
+        assert line.get_color() == plots.kernel_color(report) or tuple(line.get_color()) == tuple(
+            plots.matplotlib.colors.to_rgba(plots.kernel_color(report)))
+    _no_nan_lines(ax)
+
+
+def test_overlay_ceilings_equal_analysis_values(roof, ident):
+    ax = plots.plot_roofline(roof, ident).axes[0]
+    ceil = _by_gid(ax, "ceiling:")
+    hmma = roof[roof["tensor_path"] == "hmma"]["tensor_ceiling"].max()
+    wgmma = roof[roof["tensor_path"] == "hgmma"]["tensor_ceiling"].max()
+    assert ceil["ceiling:tensor:mma.sync"].get_ydata()[0] * TF == pytest.approx(hmma)
+    assert ceil["ceiling:tensor:wgmma"].get_ydata()[0] * TF == pytest.approx(wgmma)
+    assert ceil["ceiling:fp32"].get_ydata()[0] * TF == pytest.approx(roof["fp32_ceiling"].max())
+    for level in ("L1", "L2", "DRAM", "shared memory"):
+        x, y = ceil[f"ceiling:bw:{level}"].get_data()
+        slope = (y[1] - y[0]) * TF / (x[1] - x[0])  # FLOP/s per FLOP/byte = bytes/s
+        assert slope == pytest.approx(roof[roof["level"] == level]["bw_ceiling"].max(), rel=1e-9)
+    # every roof is labelled with its value
+    labels = {t.get_gid(): t.get_text() for t in ax.texts if t.get_gid()}
+    assert f"{hmma / TF:.0f} TFLOP/s" in labels["ceiling-label:tensor:mma.sync"]
+    assert f"{wgmma / TF:.0f} TFLOP/s" in labels["ceiling-label:tensor:wgmma"]
+    dram = roof[roof["level"] == "DRAM"]["bw_ceiling"].max()
+    assert any(f"{dram / 1e12:.3g} TB/s" in t for g, t in labels.items() if "DRAM" in g)
+
+
+@pytest.mark.parametrize("report", ["ref", "cudnn"])
+def test_single_report_ridge_is_ceiling_over_bandwidth(roof, ident, report):
+    fig = plots.plot_roofline(roof, ident, [report], fp32_points=True)
+    ax = fig.axes[0]
+    assert set(_by_gid(ax, "series:")) == {f"series:{report}#0"}
+    assert set(_by_gid(ax, "series-fp32:")) == {f"series-fp32:{report}#0"}
+    r = roof[roof["report"] == report].set_index("level")
+    for level in ("L1", "L2", "DRAM", "shared memory"):
+        x, y = _by_gid(ax, f"ceiling:bw:{level}")[f"ceiling:bw:{level}"].get_data()
+        assert x[-1] == pytest.approx(r.loc[level, "ridge_tensor"])  # the knee
+        assert x[-1] == pytest.approx(r.loc[level, "tensor_ceiling"] / r.loc[level, "bw_ceiling"])
+        assert y[-1] * TF == pytest.approx(r.loc[level, "tensor_ceiling"])
+    _no_nan_lines(ax)
+
+
+def test_roofline_skips_nan_points(roof, ident):
+    broken = roof.copy()
+    broken.loc[broken["level"] == "DRAM", "ai_tensor"] = math.nan
+    ax = plots.plot_roofline(broken, ident).axes[0]
+    _no_nan_lines(ax)
+    assert all(len(line.get_xdata()) == 3 for line in _by_gid(ax, "series:").values())
+
+
+def test_stall_segments_sum_to_analysis_total(full_frame, ident, roof):
+    st = stalls(full_frame)
+    ax = plots.plot_stalls(st, ident, roof).axes[0]
+    bars = _by_gid(ax, "stall:", kind=Rectangle)
+    assert bars
+    for report in ("ref", "cudnn"):
+        heights = [b.get_height() for g, b in bars.items() if g.startswith(f"stall:{report}#0:")]
+        assert sum(heights) == pytest.approx(st[st["report"] == report]["per_issue"].sum(skipna=True))
+        # segments are stacked in canonical reason order
+        order = [g.rsplit(":", 1)[1] for g in bars if g.startswith(f"stall:{report}#0:")]
+        canon = [r for r in st["reason"].cat.categories if r in order]
+        assert order == canon
+    for b in bars.values():
+        assert np.isfinite(b.get_height()) and np.isfinite(b.get_y())
+    # the shared-memory/MIO family is visibly grouped (hatched)
+    assert all(b.get_hatch() for g, b in bars.items() if g.endswith((":mio_throttle", ":short_scoreboard")))
+    assert not any(b.get_hatch() for g, b in bars.items() if g.endswith(":barrier"))
+
+
+def test_stall_lines_bars_match_samples(ref_source):
+    top = top_stall_lines(ref_source, 8)
+    fig = plots.plot_stall_lines(ref_source, top, title="t")
+    ax = fig.axes[0]
+    bars = _by_gid(ax, "line:", kind=Rectangle)
+    for rec in top.to_dict("records"):
+        w = sum(b.get_width() for g, b in bars.items() if g.startswith(f"line:{rec['pc']}:"))
+        assert w == pytest.approx(rec["stall_samples"])
+    assert len(ax.get_yticklabels()) == len(top)
+
+
+def test_pipes_and_bank_conflicts_draw_analysis_values(full_frame, ident, roof):
+    pf = pipes(full_frame)
+    ax = plots.plot_pipes(pf, ident, roof).axes[0]
+    assert ax.get_ylabel().startswith("%")
+    tensor = pf[(pf["report"] == "ref") & (pf["name"] == "tensor")]["value"].iloc[0]
+    heights = [p.get_height() for p in ax.patches if p.get_gid() == "pipe:ref#0"]
+    assert heights[0] == pytest.approx(tensor)
+    bk = bank_conflicts(full_frame)
+    ax = plots.plot_bank_conflicts(bk, ident, roof).axes[0]
+    bars = _by_gid(ax, "bank:", kind=Rectangle)
+    want = bk[(bk["report"] == "cudnn") & (bk["op"] == "st")]["nway"].iloc[0]
+    assert bars["bank:cudnn#0:st"].get_height() == pytest.approx(want)
+
+
+def test_kernel_identity_and_colours():
+    assert plots.kernel_key("kernel6", None) == "6"
+    assert plots.kernel_key("whatever", "3") == "3"
+    assert plots.kernel_key("ref", float("nan")) == "ref"
+    assert plots.kernel_key("kernel6_s8192_b8_h16_fp16_full", None) == "6"
+    colours = [plots.kernel_color(k) for k in plots.KERNEL_ORDER]
+    assert len({str(c) for c in colours}) == len(colours)  # all distinct
+    assert sorted(["cudnn", "7", "ref", "1"], key=plots.kernel_rank) == ["1", "7", "ref", "cudnn"]
