@@ -57,7 +57,14 @@ class Kernel:
 
     def __call__(self, q, k, v, out=None):
         check_inputs(q, k, v, self.config, out)
-        return self.module.fwd(q, k, v, out)
+        if out is None:
+            import torch
+
+            out = torch.empty_like(q)
+        err = self.module.fwd(q, k, v, out)
+        if err:
+            raise RuntimeError(f"{self.label}: {err}")
+        return out
 
 
 def load(n: int | str | KernelConfig, gpu: str | None = None) -> Kernel:

@@ -93,7 +93,7 @@ def test_cpp_layer_refuses_bad_seq(kernels):
 
     code = ("import torch; from kernels.api import load; m = load(6).module\n"
             "x = torch.randn(1, 96, 2, 128, device='cuda', dtype=torch.float16)\n"
-            "try:\n    m.fwd(x, x, x, torch.empty_like(x))\nexcept Exception as e:\n    print('REFUSED', e)\n")
+            "print('REFUSED', m.fwd(x, x, x, torch.empty_like(x)))\n")
     r = subprocess.run([sys.executable, "-X", "faulthandler", "-c", code], capture_output=True, text=True,
                        cwd=ROOT, timeout=300)
     assert r.returncode == 0 and "REFUSED" in r.stdout and "multiple" in r.stdout, r.stdout + r.stderr[-3000:]
