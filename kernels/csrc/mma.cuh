@@ -91,13 +91,31 @@ __device__ __forceinline__ void load_v_frags(uint32_t (&b_lo)[2], uint32_t (&b_h
 }
 
 // Fragments are fetched in stages of F k-steps (F = the config's "load K fragments";
-// 0 means the whole reduction extent in one stage). With register double buffering the
-// fragments of stage s+1 are requested before the MMAs of stage s are issued.
+// 0 means the whole reduction extent in one stage).
 template <int Frags, int Steps>
 struct Staging {
     static constexpr int F = Frags == 0 ? Steps : Frags;
     static constexpr int stages = Steps / F;
 };
+
+// The fragment pipeline shared by both products: load(buf, stage) fetches a stage's
+// fragments into register buffer buf, compute(buf, stage) issues its MMAs. Without double
+// buffering each stage is load-then-compute; with it, stage s+1 is requested before the
+// MMAs of stage s (ptxas may schedule both forms alike: see README, kernels 4 and 5).
+template <int Stages, int Buffers, class Load, class Compute>
+__device__ __forceinline__ void staged_pipeline(Load&& load, Compute&& compute) {
+    if constexpr (Buffers == 2) load(0, 0);
+#pragma unroll
+    for (int s = 0; s < Stages; ++s) {
+        if constexpr (Buffers == 2) {
+            if (s + 1 < Stages) load((s + 1) & 1, s + 1);
+            compute(s & 1, s);
+        } else {
+            load(0, s);
+            compute(0, s);
+        }
+    }
+}
 
 // S = Q K^T for this warp's rows. q_res holds Q's fragments when Q is register-resident.
 template <class Cfg, typename T>
@@ -106,9 +124,7 @@ __device__ __forceinline__ void gemm_qk(float (&S)[Cfg::m_tiles][Cfg::s_ntiles][
                                         const T* sQ, const T* sK, int warp_row0, int lane) {
     using St = Staging<Cfg::K_frags, Cfg::qk_steps>;
     constexpr int F = St::F;
-    constexpr int stages = St::stages;
-    constexpr bool db = Cfg::dbuf && stages > 1;
-    constexpr int nbuf = db ? 2 : 1;
+    constexpr int nbuf = (Cfg::dbuf && St::stages > 1) ? 2 : 1;
     uint32_t kf[nbuf][Cfg::s_ntiles][F][2];
     uint32_t qf[nbuf][Cfg::m_tiles][F][4];
 
@@ -119,7 +135,7 @@ __device__ __forceinline__ void gemm_qk(float (&S)[Cfg::m_tiles][Cfg::s_ntiles][
 #pragma unroll
             for (int i = 0; i < 4; ++i) S[m][n][i] = 0.f;
 
-    auto load_stage = [&](int buf, int stage) {
+    auto load = [&](int buf, int stage) {
 #pragma unroll
         for (int f = 0; f < F; ++f) {
             const int ks = stage * F + f;
@@ -133,32 +149,24 @@ __device__ __forceinline__ void gemm_qk(float (&S)[Cfg::m_tiles][Cfg::s_ntiles][
                 load_k_frags<Cfg>(kf[buf][np][f], kf[buf][np + 1][f], sK, np, ks, lane);
         }
     };
-
-    if constexpr (db) load_stage(0, 0);
-#pragma unroll
-    for (int s = 0; s < stages; ++s) {
-        const int cur = db ? (s & 1) : 0;
-        if constexpr (db) {
-            if (s + 1 < stages) load_stage((s + 1) & 1, s + 1);
-        } else {
-            load_stage(0, s);
-        }
+    auto compute = [&](int buf, int stage) {
 #pragma unroll
         for (int f = 0; f < F; ++f) {
-            const int ks = s * F + f;
+            const int ks = stage * F + f;
 #pragma unroll
             for (int m = 0; m < Cfg::m_tiles; ++m) {
 #pragma unroll
                 for (int n = 0; n < Cfg::s_ntiles; ++n) {
                     if constexpr (Cfg::q_resident) {
-                        Mma<T>::run(S[m][n], q_res[m][ks], kf[cur][n][f]);
+                        Mma<T>::run(S[m][n], q_res[m][ks], kf[buf][n][f]);
                     } else {
-                        Mma<T>::run(S[m][n], qf[cur][m][f], kf[cur][n][f]);
+                        Mma<T>::run(S[m][n], qf[buf][m][f], kf[buf][n][f]);
                     }
                 }
             }
         }
-    }
+    };
+    staged_pipeline<St::stages, nbuf>(load, compute);
 }
 
 // O += P V for this warp's rows; P comes straight from registers (the rounded S).
@@ -168,12 +176,10 @@ __device__ __forceinline__ void gemm_pv(float (&O)[Cfg::m_tiles][Cfg::o_ntiles][
                                         const T* sV, int lane) {
     using St = Staging<Cfg::V_frags, Cfg::pv_steps>;
     constexpr int F = St::F;
-    constexpr int stages = St::stages;
-    constexpr bool db = Cfg::dbuf && stages > 1;
-    constexpr int nbuf = db ? 2 : 1;
+    constexpr int nbuf = (Cfg::dbuf && St::stages > 1) ? 2 : 1;
     uint32_t vf[nbuf][Cfg::o_ntiles][F][2];
 
-    auto load_stage = [&](int buf, int stage) {
+    auto load = [&](int buf, int stage) {
 #pragma unroll
         for (int f = 0; f < F; ++f) {
             const int ks = stage * F + f;
@@ -182,25 +188,17 @@ __device__ __forceinline__ void gemm_pv(float (&O)[Cfg::m_tiles][Cfg::o_ntiles][
                 load_v_frags<Cfg>(vf[buf][np][f], vf[buf][np + 1][f], sV, np, ks, lane);
         }
     };
-
-    if constexpr (db) load_stage(0, 0);
-#pragma unroll
-    for (int s = 0; s < stages; ++s) {
-        const int cur = db ? (s & 1) : 0;
-        if constexpr (db) {
-            if (s + 1 < stages) load_stage((s + 1) & 1, s + 1);
-        } else {
-            load_stage(0, s);
-        }
+    auto compute = [&](int buf, int stage) {
 #pragma unroll
         for (int f = 0; f < F; ++f) {
-            const int ks = s * F + f;
+            const int ks = stage * F + f;
 #pragma unroll
             for (int m = 0; m < Cfg::m_tiles; ++m)
 #pragma unroll
-                for (int n = 0; n < Cfg::o_ntiles; ++n) Mma<T>::run(O[m][n], P[m][ks], vf[cur][n][f]);
+                for (int n = 0; n < Cfg::o_ntiles; ++n) Mma<T>::run(O[m][n], P[m][ks], vf[buf][n][f]);
         }
-    }
+    };
+    staged_pipeline<St::stages, nbuf>(load, compute);
 }
 
 // Q fragments for the whole d_head, kept in registers for the main loop (Q_frags == 0).
