@@ -18,7 +18,7 @@ STAMP   := $(VENV)/.flashprof-installed
 PY      := $(if $(wildcard $(VENV_PY)),$(VENV_PY),python3)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test figures build profile bench tune sass sass-diff sass-data gap summary notebook clean
+.PHONY: help setup test figures build profile bench gpu-session tune sass sass-diff sass-data gap summary notebook clean
 
 help: ## list targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -44,6 +44,9 @@ profile: ## profile KERNEL (1-7, ref, cudnn, all) with Nsight Compute, then summ
 
 bench: ## benchmark kernels 1-7 against the reference
 	$(PY) -m profiling.bench
+
+gpu-session: ## on a GPU machine: build all, GPU tests, bench, profile all (logs in reports/<gpu>/logs)
+	$(PY) -m profiling.session
 
 tune: ## auto-tune kernel 7 on this GPU
 	$(PY) -m profiling.tune
