@@ -366,7 +366,15 @@ def validate_frame(frame: pd.DataFrame) -> None:
     if dup.any():
         row = frame.loc[dup.idxmax(), list(KEY_COLUMNS)].to_dict()
         raise ValueError(f"long frame key {KEY_COLUMNS} is not unique, e.g. {row}")
-    units = frame.groupby("metric", sort=False)["unit"].nunique()
+    per_report = frame.groupby(["report", "metric"], sort=False)["unit"].nunique()
+    if (per_report > 1).any():
+        bad = per_report[per_report > 1].index[:5].tolist()
+        raise ValueError(f"metrics with more than one unit within a report: {bad}")
+    # Across reports a raw metric must keep its unit. Nsight Compute's section scripts
+    # pick units for their derived__ metrics per section set (e.g. sector vs byte for
+    # derived__memory_l2_theoretical_sectors_global_excessive), and no analysis reads them.
+    raw = frame[~frame["metric"].str.startswith("derived__")]
+    units = raw.groupby("metric", sort=False)["unit"].nunique()
     if (units > 1).any():
         bad = units[units > 1].index[:5].tolist()
         raise ValueError(f"metrics with more than one unit: {bad}")

@@ -3,6 +3,7 @@ ncu, running it with progress, recognising its failure modes, and keeping old re
 """
 from __future__ import annotations
 
+import codecs
 import glob
 import os
 import re
@@ -23,7 +24,7 @@ ROOFLINE_SECTIONS = (
     "SpeedOfLight", "SpeedOfLight_HierarchicalTensorRooflineChart",
     "SpeedOfLight_HierarchicalSingleRooflineChart", "ComputeWorkloadAnalysis",
     "MemoryWorkloadAnalysis", "MemoryWorkloadAnalysis_Tables", "InstructionStats",
-    "WarpStateStats", "SourceCounters", "LaunchStats", "Occupancy",
+    "WarpStateStats", "SchedulerStats", "SourceCounters", "LaunchStats", "Occupancy",
 )
 CLOCK_CONTROLS = ("none", "base")
 CACHE_CONTROLS = ("all", "none")
@@ -48,7 +49,9 @@ def ncu_command(ncu: str, opts: NcuOptions, program: list[str]) -> list[str]:
     if opts.clock_control not in CLOCK_CONTROLS:
         raise FlashprofError(f"unknown clock control {opts.clock_control!r}: choose one of {', '.join(CLOCK_CONTROLS)}")
     if opts.cache_control not in CACHE_CONTROLS:
-        raise FlashprofError(f"unknown cache control {opts.cache_control!r}")
+        raise FlashprofError(f"unknown cache control {opts.cache_control!r}: choose one of {', '.join(CACHE_CONTROLS)}")
+    if not isinstance(opts.launch_count, int) or opts.launch_count < 1:
+        raise FlashprofError(f"bad launch count {opts.launch_count!r}: must be a positive integer")
     cmd = [ncu]
     if opts.section_set == "roofline":
         for s in ROOFLINE_SECTIONS:
@@ -97,6 +100,7 @@ def ncu_version(ncu: str) -> str:
 
 _PERM = re.compile(r"ERR_NVGPUCTRPERM|permission to access NVIDIA GPU Performance Counters", re.I)
 _PASSES = re.compile(r"(\d+)\s+passes")
+_PERCENT = re.compile(r"(\d+)%")
 
 
 def diagnose(output: str, returncode: int) -> str | None:
@@ -115,23 +119,47 @@ def diagnose(output: str, returncode: int) -> str | None:
     return None
 
 
-def run_ncu(cmd: list[str], label: str, stream=sys.stderr) -> tuple[str, float]:
-    """Run ncu, showing replay progress with elapsed time; returns (output, seconds)."""
+def run_ncu(cmd: list[str], label: str, stream=None) -> tuple[str, float]:
+    """Run ncu, showing replay progress with elapsed time; returns (output, seconds).
+
+    ncu draws its replay progress ("0%....50%....100% - 38 passes") on one line without
+    newlines, so output is read in chunks and each new percentage is shown as it comes.
+    """
     t0 = time.perf_counter()
+    stream = stream or sys.stderr  # looked up per call: the caller may have redirected it
     try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     except OSError as e:
         raise FlashprofError(f"cannot start ncu: {e}") from None
+
+    def say(msg: str) -> None:
+        print(f"  [{label}] {msg} ... {time.perf_counter() - t0:5.1f}s", file=stream, flush=True)
+
     lines: list[str] = []
+    pending, shown = "", None
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     assert proc.stdout is not None
-    for line in proc.stdout:
-        lines.append(line)
-        if line.startswith("==PROF== Profiling"):
-            m = _PASSES.search(line)
-            passes = f", {m.group(1)} passes" if m else ""
-            print(f"  [{label}] replaying{passes} ... {time.perf_counter() - t0:5.1f}s", file=stream, flush=True)
-        elif line.startswith("==PROF== Report"):
-            print(f"  [{label}] {line.strip()[9:]} ({time.perf_counter() - t0:.1f}s)", file=stream, flush=True)
+    while True:
+        chunk = os.read(proc.stdout.fileno(), 65536)
+        pending += decoder.decode(chunk, final=not chunk)
+        *complete, pending = pending.split("\n")
+        for line in complete:
+            lines.append(line + "\n")
+            if line.startswith("==PROF== Profiling"):
+                m = _PASSES.search(line)
+                say(f"replayed{f' {m.group(1)} passes' if m else ''}")
+                shown = None
+            elif line.startswith("==PROF== Report"):
+                say(line.strip()[9:])
+        if pending.startswith("==PROF== Profiling"):
+            pcts = _PERCENT.findall(pending)
+            if pcts and pcts[-1] != shown:
+                shown = pcts[-1]
+                say(f"replaying {shown}%")
+        if not chunk:
+            break
+    if pending:
+        lines.append(pending)
     rc = proc.wait()
     out = "".join(lines)
     problem = diagnose(out, rc)
@@ -145,16 +173,20 @@ def retire(report: Path, history: Path | None = None) -> Path | None:
     if not report.exists():
         return None
     history = history or report.parent / "history"
-    history.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(report.stat().st_mtime))
     stem = report.name[: -len(".ncu-rep")] if report.name.endswith(".ncu-rep") else report.stem
-    dest = history / f"{stem}.{stamp}.ncu-rep"
-    n = 1
-    while dest.exists():
-        dest = history / f"{stem}.{stamp}-{n}.ncu-rep"
-        n += 1
-    os.replace(report, dest)
     side = report.with_name(stem + ".json")
-    if side.exists():
-        os.replace(side, dest.with_name(dest.name[: -len(".ncu-rep")] + ".json"))
+    name, n = f"{stem}.{stamp}", 1
+    # A free name for both files: neither an old report nor an old sidecar is ever replaced.
+    while (history / f"{name}.ncu-rep").exists() or (history / f"{name}.json").exists():
+        name, n = f"{stem}.{stamp}-{n}", n + 1
+    dest = history / f"{name}.ncu-rep"
+    try:
+        history.mkdir(parents=True, exist_ok=True)
+        os.replace(report, dest)
+        if side.exists():
+            os.replace(side, history / f"{name}.json")
+    except OSError as e:
+        raise FlashprofError(f"cannot move the old {report.name} to {history}: {e.strerror}; "
+                             "nothing was overwritten") from None
     return dest
