@@ -1,4 +1,4 @@
-"""Command line front door: ``python -m analysis summary|compare ...``.
+"""Command line front door: ``python -m analysis summary|compare|gap ...``.
 
 Input: report paths (a directory means every *.ncu-rep in it). Output: text on stdout
 (table, JSON or CSV). Any report problem or bad argument prints exactly one line,
@@ -13,6 +13,9 @@ import warnings
 from pathlib import Path
 
 from .errors import ReportError
+from .gap import gap_paths
+from .gap import render_table as render_gap_table
+from .gap import to_records as gap_records
 from .parse import REPORT_SUFFIX
 from .summary import (compare, render_compare_table, render_csv, render_json, render_table,
                       summarize_paths)
@@ -47,14 +50,20 @@ def _expand(args: list[str]) -> list[Path]:
 
 def _build_parser() -> _Parser:
     parser = _Parser(prog=PROG, description="Summarise and compare Nsight Compute reports.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{summary,compare}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{summary,compare,gap}")
     s = sub.add_parser("summary", help="one column/object per profiled kernel launch")
     s.add_argument("reports", nargs="+", help="report files or directories of them")
     c = sub.add_parser("compare", help="two reports side by side with deltas and regression flags")
     c.add_argument("a", help="baseline report")
     c.add_argument("b", help="report compared against the baseline")
+    g = sub.add_parser("gap", help="cross-GPU pipe-time model: % of FA2 on RTX 3090 / A100 / H200")
+    g.add_argument("reports", nargs="*", help="reports or directories (default: reports/*/*.ncu-rep)")
+    g.add_argument("--sass", help="static opcode CSV (default: reports/sass/opcodes.csv)")
+    g.add_argument("--bench", action="append", help="bench CSV with measured %% of FA2 (repeatable)")
     for p in (s, c):
         p.add_argument("--format", choices=FORMATS, default="table")
+    g.add_argument("--format", choices=("table", "json"), default="table")
+    for p in (s, c, g):
         p.add_argument("--no-cache", action="store_true", help="do not read or write the parquet cache")
     return parser
 
@@ -65,6 +74,11 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 
 def _run(ns: argparse.Namespace) -> str:
     cache = not ns.no_cache
+    if ns.command == "gap":
+        table, errors = gap_paths(_expand(ns.reports), ns.sass, ns.bench, cache=cache)
+        if ns.format == "json":
+            return render_json(gap_records(table, errors))
+        return render_gap_table(table, errors)
     if ns.command == "summary":
         rows = summarize_paths(_expand(ns.reports), cache=cache)
         return {"table": render_table, "json": render_json, "csv": render_csv}[ns.format](rows)

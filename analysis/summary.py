@@ -11,6 +11,8 @@ analysis.roofline), ``ai_smem`` the flashprof shared-memory level. ``pct_of_fa2`
 100 x duration(FA2 reference) / duration(this launch), given only when this launch's
 problem is known (it has a sidecar, or it is the reference itself) and a reference
 launch on the same GPU agrees on every shape/dtype field both sides know.
+``inst_executed`` = smsp__inst_executed.sum (warp instructions); ``inst_mix`` = executed
+warp instructions of INST_MIX_OPCODES from sass__inst_executed_per_opcode.
 """
 from __future__ import annotations
 
@@ -36,8 +38,13 @@ SUMMARY_KEYS = (
     "tensor_tflops_peak", "tensor_path", "pct_of_tensor_peak",
     "ai_l1", "ai_l2", "ai_dram", "ai_smem",
     "tensor_pipe_pct", "fma_pipe_pct", "alu_pipe_pct", "xu_pipe_pct", "lsu_pipe_pct",
-    "issue_active_pct", "stalls", "smem_bank_conflicts", "smem_nway", "ldsm_inst", "pct_of_fa2",
+    "issue_active_pct", "inst_executed", "inst_mix", "stalls", "smem_bank_conflicts", "smem_nway",
+    "ldsm_inst", "pct_of_fa2",
 )
+# Executed warp instructions of these opcodes go into ``inst_mix`` (all opcodes are in the
+# long frame / analysis.pipes): tensor, the FP32 softmax work, MUFU exp2, smem loads.
+INST_MIX_OPCODES = ("HMMA", "FFMA", "FMUL", "FADD", "FMNMX", "MUFU", "LDSM", "IMAD")
+INST_EXECUTED_METRIC = "smsp__inst_executed.sum"
 REF_VARIANT = "ref"
 # Regression thresholds for `compare` (B against baseline A).
 DURATION_REGRESSION_PCT = 2.0
@@ -112,6 +119,7 @@ def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None) -> lis
     ident = launch_identity(frame)
     duration = frame[frame["metric"] == "gpu__time_duration.sum"].set_index(list(LAUNCH_KEY))["value"]
     gpc_clock = frame[frame["metric"] == "gpc__cycles_elapsed.avg.per_second"].set_index(list(LAUNCH_KEY))["value"]
+    inst_executed = frame[frame["metric"] == INST_EXECUTED_METRIC].set_index(list(LAUNCH_KEY))["value"]
 
     refs = []
     for f in (frame, ref_frame):
@@ -147,6 +155,11 @@ def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None) -> lis
         pv = dict(zip(p["name"], p["value"]))
         for name, k in _PIPE_KEYS.items():
             row[k] = pv.get(name, math.nan)
+        row["inst_executed"] = inst_executed.get(key, math.nan)
+        mix = p[p["category"] == "inst_mix_opcode"]
+        mv = dict(zip(mix["name"], mix["value"]))
+        row["inst_mix"] = ({op: mv.get(op, 0.0) for op in INST_MIX_OPCODES} if mv
+                           else {op: math.nan for op in INST_MIX_OPCODES})
 
         s = stall[(stall["report"] == key[0]) & (stall["launch"] == key[2]) & (stall["range_idx"] == key[1])]
         sv = dict(zip(s["reason"].astype(str), s["per_issue"]))
@@ -202,10 +215,15 @@ def compare(a_rows: list[dict], b_rows: list[dict]) -> list[dict]:
     {field, a, b, delta, delta_pct} and ``regressions`` (human-readable strings):
     duration up more than DURATION_REGRESSION_PCT %, or a stall reason up by at least
     STALL_REGRESSION_ABS warps per issued instruction and STALL_REGRESSION_REL relative.
+    Stall ratios are per *issued instruction*: a kernel that issues fewer instructions
+    (e.g. FP32 fusion) raises every ratio without stalling more. So when both sides know
+    ``inst_executed``, a stall is flagged only if its total warp-cycles (ratio x
+    instructions) also rose by STALL_REGRESSION_REL; the message gives both changes.
     """
     pairs = []
     for a, b in zip(a_rows, b_rows):
         fa, fb = _flat(a), _flat(b)
+        ia, ib = _num(fa.get("inst_executed")), _num(fb.get("inst_executed"))
         rows, regressions = [], []
         for field in fa:
             if field in _COMPARE_SKIP:
@@ -220,8 +238,16 @@ def compare(a_rows: list[dict], b_rows: list[dict]) -> list[dict]:
                 regressions.append(f"duration +{pct:.1f}% (threshold {DURATION_REGRESSION_PCT:g}%)")
             if (field.startswith("stalls.") and delta is not None and delta >= STALL_REGRESSION_ABS
                     and (va == 0 or delta / abs(va) >= STALL_REGRESSION_REL)):
-                regressions.append(f"stall {field[len('stalls.'):]} +{delta:.2f} warps/issue"
-                                   + (f" (+{pct:.0f}%)" if pct is not None else ""))
+                reason = field[len("stalls."):]
+                detail = [f"+{pct:.0f}%"] if pct is not None else []
+                if ia and ib:
+                    ta, tb = va * ia, vb * ib
+                    total_pct = 100.0 * (tb - ta) / ta if ta else math.inf
+                    if total_pct < 100.0 * STALL_REGRESSION_REL:
+                        continue  # only the per-instruction normalisation moved
+                    detail.append(f"total warp-cycles {total_pct:+.0f}%")
+                regressions.append(f"stall {reason} +{delta:.2f} warps/issue"
+                                   + (f" ({'; '.join(detail)})" if detail else ""))
         pairs.append({"a": a["report"], "b": b["report"], "kernel_a": a["kernel"], "kernel_b": b["kernel"],
                       "launch_a": a["launch"], "launch_b": b["launch"], "rows": rows,
                       "regressions": regressions})
@@ -239,16 +265,43 @@ def _fmt(key: str, v) -> str:
         return f"{v / 1e6:.3f} ms"
     if key == "sm_clock_hz":
         return f"{v / 1e9:.3f} GHz"
-    if key in ("ldsm_inst",) or key.startswith("smem_bank_conflicts"):
+    if key in ("ldsm_inst", "inst_executed") or key.startswith(("smem_bank_conflicts", "inst_mix")):
         return f"{v:,.0f}"
     if key.startswith("stalls.") or key.startswith("smem_nway"):
         return f"{v:.3f}"
+    if isinstance(v, float) and v.is_integer() and key in ("batch", "seq", "heads", "d_head"):
+        return str(int(v))
     if isinstance(v, float):
         return f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
     return str(v)
 
 
-_TABLE_TEXT_WIDTH = 40  # long kernel names (cuDNN, CUTLASS) would blow up the column
+def _si(v: float) -> str:
+    """Compact count for the table: 7.53G, 14.8M, 122.6k, 950."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= scale:
+            x = v / scale
+            return f"{x:.3g}{suffix}" if abs(x) < 100 else f"{x:.0f}{suffix}"
+    return f"{v:.0f}"
+
+
+def _fmt_cell(key: str, v) -> str:
+    """Table cell: like _fmt, but counts and very large intensities are compacted so that
+    nine or more launches fit side by side (JSON/CSV keep the full values)."""
+    n = _nan_to_none(v)
+    if isinstance(n, (int, float)) and not isinstance(n, bool):
+        if key in ("ldsm_inst", "inst_executed") or key.startswith(("smem_bank_conflicts", "inst_mix")):
+            return _si(float(n))
+        if key.startswith("ai_") and abs(n) >= 1e5:
+            return f"{n:.2e}"
+    return _fmt(key, v)
+
+
+_TABLE_TEXT_WIDTH = 40  # long kernel names / titles (cuDNN, CUTLASS) would blow up the column
+_LEGEND_WIDTH = 110
+# Identity fields printed once above the table when every launch shares the value.
+_COMMON_FIELDS = ("launch", "kernel", "gpu", "arch", "batch", "seq", "heads", "d_head", "dtype")
+_LEGEND_FIELDS = ("title", "kernel")
 
 
 def _clip(text: str) -> str:
@@ -256,16 +309,35 @@ def _clip(text: str) -> str:
 
 
 def render_table(rows: list[dict]) -> str:
-    """Fixed-width table: one row per field, one column per launch."""
+    """Fixed-width table: one row per field, one column per launch. With several launches,
+    identity fields shared by all are printed once above the table, and rows with no value
+    in any launch are left out (JSON and CSV keep every field)."""
     flats = [_flat(r) for r in rows]
     # report names the column already; path is long and in the JSON/CSV forms.
     fields = list(dict.fromkeys(k for f in flats for k in f if k not in ("path", "report")))
+    lines = []
     heads = [f"{r['report']}#{r['launch']}" if sum(x["report"] == r["report"] for x in rows) > 1
              else str(r["report"]) for r in rows]
-    cells = [[_clip(_fmt(k, f.get(k))) for f in flats] for k in fields]
+    if len(flats) > 1:
+        common = [k for k in _COMMON_FIELDS if k in fields
+                  and len({_fmt(k, f.get(k)) for f in flats}) == 1]
+        if common:
+            lines.append("all launches: " + ", ".join(f"{k} {_fmt(k, flats[0].get(k))}" for k in common))
+        # Long free text (title, kernel name) goes to a legend, one line per column.
+        legend = [k for k in _LEGEND_FIELDS if k in fields and k not in common]
+        if legend:
+            hw = max(len(h) for h in heads)
+            for h, f in zip(heads, flats):
+                parts = [_fmt(k, f.get(k)) for k in legend if _nan_to_none(f.get(k)) is not None]
+                line = f"  {h.ljust(hw)}  " + " | ".join(parts)
+                lines.append(line if len(line) <= _LEGEND_WIDTH else line[: _LEGEND_WIDTH - 3] + "...")
+            lines.append("")
+        fields = [k for k in fields if k not in common and k not in legend
+                  and any(_nan_to_none(f.get(k)) is not None for f in flats)]
+    cells = [[_clip(_fmt_cell(k, f.get(k))) for f in flats] for k in fields]
     w0 = max(len(k) for k in fields)
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
-    lines = ["  ".join([" " * w0] + [h.rjust(w) for h, w in zip(heads, widths)])]
+    lines.append("  ".join([" " * w0] + [h.rjust(w) for h, w in zip(heads, widths)]))
     lines += ["  ".join([k.ljust(w0)] + [c.rjust(w) for c, w in zip(cs, widths)]) for k, cs in zip(fields, cells)]
     return "\n".join(lines)
 

@@ -6,6 +6,7 @@ against Nsight Compute's own counters rather than against itself.
 """
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 
@@ -16,6 +17,8 @@ REF = ROOT / "reports" / "h200" / "ref.ncu-rep"
 CUDNN = ROOT / "reports" / "h200" / "cudnn.ncu-rep"
 SOL = ROOT / "tests" / "data" / "fa2_sol_only.ncu-rep"
 GEMM = ROOT / "tests" / "data" / "gemm_foreign.ncu-rep"
+H200 = ROOT / "reports" / "h200"
+KERNELS = {str(i): H200 / f"kernel{i}.ncu-rep" for i in range(1, 8)}
 
 
 def raw_metrics(path: Path, launch: int = 0) -> dict:
@@ -28,6 +31,35 @@ def raw_metrics(path: Path, launch: int = 0) -> dict:
         m = action.metric_by_name(name)
         out[name] = m.value()
     return out
+
+
+def raw_opcodes(path: Path, launch: int = 0) -> dict:
+    """{opcode: warp instructions executed} from sass__inst_executed_per_opcode instances,
+    straight from ncu_report."""
+    ncu_report = pytest.importorskip("ncu_report")
+    action = ncu_report.load_report(str(path)).range_by_idx(0).action_by_idx(launch)
+    m = action.metric_by_name("sass__inst_executed_per_opcode")
+    ids = m.correlation_ids()
+    return {ids.value(i): m.value(i) for i in range(m.num_instances())}
+
+
+def sidecar(path: Path) -> dict:
+    return json.loads(path.with_suffix(".json").read_text())
+
+
+@pytest.fixture(scope="session")
+def raw_kernels() -> dict:
+    """{"1".."7": raw metrics of reports/h200/kernel<i>.ncu-rep}."""
+    return {k: raw_metrics(p) for k, p in KERNELS.items()}
+
+
+@pytest.fixture(scope="session")
+def kernel_frame():
+    """All nine H200 reports (kernels 1-7, FA2, cuDNN), parsed without the cache."""
+    from analysis.parse import load_frame
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return load_frame(sorted(H200.glob("*.ncu-rep")), cache=False)
 
 
 @pytest.fixture(scope="session")

@@ -291,6 +291,7 @@ def test_cli_table():
     assert rc == 0
     assert "MAE rtx3090" in out and "MAE a100_80gb" in out and "MAE h200_sxm" in out
     assert "alpha" in out
+    assert "what this model cannot explain:" in out
 
 
 @pytest.mark.parametrize("argv", [
@@ -329,3 +330,62 @@ def test_gap_figures_structure(a100_frame):
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     gids = {a.get_gid() for a in ax.get_children()}
     assert {f"ceiling:{k}:dram" for k in gap.DEFAULT_GPUS} <= gids
+
+
+# --------------------------------------------------------------------------- real H200 reports
+@pytest.fixture(scope="module")
+def h200_gap(kernel_frame):
+    return gap.gap_table(kernel_frame, None, GPUS, PUB, None)
+
+
+def test_measured_cycles_are_the_raw_counter(h200_gap, raw_kernels, raw_ref):
+    h = h200_gap[h200_gap["gpu_key"] == "h200_sxm"].set_index("target")
+    assert set(h.index) == set(gap.TARGETS)
+    for k, raw in {**raw_kernels, "ref": raw_ref}.items():
+        assert h.loc[k, "measured_cycles"] == raw["sm__cycles_elapsed.avg"], k
+        assert h.loc[k, "work_source"] == f"measured ({'ref' if k == 'ref' else 'kernel' + k})"
+    # No other GPU has a measured point.
+    assert h200_gap[h200_gap["gpu_key"] != "h200_sxm"]["measured_cycles"].isna().all()
+
+
+def test_alpha_fitted_on_h200_points_only(h200_gap, kernel_frame):
+    """Least squares on relative error, by hand, over the eight H200 launches only; the
+    published A100/3090 numbers must not move alpha."""
+    h = h200_gap[h200_gap["measured_cycles"].notna()]
+    assert len(h) == 8 and set(h["gpu_key"]) == {"h200_sxm"}
+    num = den = 0.0
+    for r in h.to_dict("records"):
+        times = [r[f"t_{p}"] for p in gap.MODEL_PIPES]
+        x = (sum(times) - max(times)) / r["measured_cycles"]
+        y = 1 - max(times) / r["measured_cycles"]
+        num, den = num + x * y, den + x * x
+    assert h200_gap["alpha"].iloc[0] == pytest.approx(num / den, rel=1e-12)
+    fake = json.loads(json.dumps(PUB))
+    for pub in fake["gpus"].values():
+        for v in pub["pct_of_fa2"].values():
+            v["seq_4096"] = 1.0
+    other = gap.gap_table(kernel_frame, None, GPUS, fake, None)
+    assert other["alpha"].iloc[0] == h200_gap["alpha"].iloc[0]
+
+
+def test_h200_pipe_mapping_on_kernel_reports(kernel_frame):
+    chk = gap.pipe_check(kernel_frame)
+    assert set(chk["report"]) == {f"kernel{i}" for i in range(1, 8)} | {"ref"}
+    for _, r in chk.iterrows():
+        assert r["model_pct"] == pytest.approx(r["ncu_pct"], abs=1.5), (r["report"], r["pipe"])
+
+
+def test_h200_errors_against_bench_and_limitations(kernel_frame):
+    bench = pd.read_csv(ROOT / "reports" / "h200" / "bench.csv")
+    t = gap.gap_table(kernel_frame, None, GPUS, PUB, bench)
+    h = t[(t["gpu_key"] == "h200_sxm") & (t["target"] != "ref")].set_index("target")
+    b = bench[(bench["seq"] == 4096) & (bench["dtype"] == "fp16")].set_index("target")
+    for k in "1234567":
+        assert h.loc[k, "observed_source"] == "bench"
+        assert h.loc[k, "observed_pct"] == pytest.approx(b.loc[k, "pct_of_ref"])
+        assert h.loc[k, "error_pp"] == pytest.approx(h.loc[k, "pred_pct"] - b.loc[k, "pct_of_ref"])
+    e = gap.model_errors(t).set_index("gpu_key")
+    assert e.loc["h200_sxm", "mae_pp"] == pytest.approx(h["error_pp"].abs().mean())
+    notes = gap.limitations(t)
+    assert any(n.startswith("h200_sxm: measured cycles / largest pipe bound") for n in notes)
+    assert any("kernel 7 on" in n for n in notes)

@@ -1,0 +1,102 @@
+"""Plot stage for the gap model: frames from ``analysis.gap`` -> matplotlib Figures.
+
+Input: ``gap_table`` / ``pipe_shares`` / ``ceilings`` frames (no reports, no model math).
+Output: one ``Figure`` per call; nothing is written here. Artists tests read back carry a
+``gid``: ``gap:<gpu_key>:<pred|obs>``, ``share:<gpu_key>:<pipe>``, ``ceiling:<gpu_key>:<kind>``.
+"""
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from .gap import MODEL_PIPES  # noqa: E402
+
+GPU_COLORS = {"rtx3090": "#2ca02c", "a100_80gb": "#1f77b4", "a100_40gb": "#17becf",
+              "h200_sxm": "#d62728", "h100_sxm": "#ff7f0e"}
+PIPE_COLORS = {"tensor": "#4c72b0", "fma": "#dd8452", "alu": "#937860", "xu": "#8172b3",
+               "lsu": "#64b5cd", "smem": "#c44e52", "issue": "#55a868", "dram": "#7f7f7f"}
+
+
+def _color(key: str) -> str:
+    return GPU_COLORS.get(key, "#333333")
+
+
+def plot_gap(table: pd.DataFrame) -> Figure:
+    """Predicted vs observed % of FA2 per kernel, one panel per GPU (bars: observed,
+    markers: predicted with the fitted combination, hollow: pure max bound)."""
+    t = table[table["target"] != "ref"]
+    keys = list(dict.fromkeys(t["gpu_key"]))
+    fig = Figure(figsize=(4.2 * max(1, len(keys)), 3.6), dpi=150)
+    axes = fig.subplots(1, max(1, len(keys)), sharey=True, squeeze=False)[0]
+    for ax, key in zip(axes, keys):
+        sub = t[t["gpu_key"] == key].sort_values("target")
+        x = np.arange(len(sub))
+        ax.bar(x, sub["observed_pct"].fillna(0), color=_color(key), alpha=0.35,
+               label="observed", gid=f"gap:{key}:obs")
+        ax.plot(x, sub["pred_pct"], "o", color=_color(key), label="model", gid=f"gap:{key}:pred")
+        ax.plot(x, sub["pred_pct_max"], "o", mfc="none", color="k", ms=4, label="max bound only",
+                gid=f"gap:{key}:max")
+        ax.axhline(100, color="k", lw=0.6, ls=":")
+        ax.set_xticks(x, sub["target"].tolist())
+        ax.set_xlabel("kernel")
+        mae = sub["error_pp"].abs().mean()
+        ax.set_title(f"{sub['gpu'].iloc[0]}\nMAE {mae:.1f} pp" if not math.isnan(mae) else sub["gpu"].iloc[0],
+                     fontsize=9)
+    axes[0].set_ylabel("% of FlashAttention-2 (S=4096)")
+    axes[0].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def plot_pipe_shares(shares: pd.DataFrame) -> Figure:
+    """Stacked bars: each pipe's lower-bound time relative to the tensor time, per GPU
+    (for one target, e.g. kernel 7). Bars above 1 are pipes that outlast the tensor work."""
+    keys = list(dict.fromkeys(shares["gpu_key"]))
+    fig = Figure(figsize=(1.6 + 1.8 * len(keys), 3.6), dpi=150)
+    ax = fig.subplots()
+    width = 0.8 / len(MODEL_PIPES)
+    for i, pipe in enumerate(MODEL_PIPES):
+        vals = [float(shares[(shares["gpu_key"] == k) & (shares["pipe"] == pipe)]["vs_tensor"].sum())
+                for k in keys]
+        xs = np.arange(len(keys)) + (i - len(MODEL_PIPES) / 2 + 0.5) * width
+        for x, v, k in zip(xs, vals, keys):
+            ax.bar(x, v, width, color=PIPE_COLORS[pipe], gid=f"share:{k}:{pipe}",
+                   label=pipe if k == keys[0] else None)
+    ax.axhline(1.0, color="k", lw=0.7, ls="--")
+    ax.set_xticks(np.arange(len(keys)), [shares[shares["gpu_key"] == k]["gpu"].iloc[0] for k in keys],
+                  fontsize=8)
+    target = shares["target"].iloc[0] if len(shares) else "?"
+    ax.set_ylabel("pipe time / tensor time")
+    ax.set_title(f"kernel {target}: pipe lower bounds relative to mma.sync time", fontsize=9)
+    ax.legend(fontsize=7, ncol=4)
+    fig.tight_layout()
+    return fig
+
+
+def plot_ceilings(ceil: pd.DataFrame) -> Figure:
+    """Three-GPU roofline: attainable tensor (mma.sync) FLOP/s vs FLOP per byte for DRAM and
+    shared memory, plus the FP32 roof; log-log."""
+    fig = Figure(figsize=(5.5, 4.0), dpi=150)
+    ax = fig.subplots()
+    ai = np.logspace(-1, 4, 200)
+    for r in ceil.to_dict("records"):
+        c = _color(r["gpu_key"])
+        ax.plot(ai, np.minimum(r["tensor_flops"], ai * r["dram_bps"]), color=c, lw=1.5,
+                label=f"{r['gpu']} (DRAM)", gid=f"ceiling:{r['gpu_key']}:dram")
+        ax.plot(ai, np.minimum(r["tensor_flops"], ai * r["smem_bps"]), color=c, lw=1, ls="--",
+                gid=f"ceiling:{r['gpu_key']}:smem")
+        ax.axhline(r["fp32_flops"], color=c, lw=0.8, ls=":", gid=f"ceiling:{r['gpu_key']}:fp32")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("FLOP per byte (solid: DRAM, dashed: shared memory)")
+    ax.set_ylabel("FLOP/s (mma.sync roof; dotted: FP32)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
