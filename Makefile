@@ -17,6 +17,10 @@ STAMP   := $(VENV)/.flashprof-installed
 # The GPU machine has no venv and uses its system python3.
 PY      := $(if $(wildcard $(VENV_PY)),$(VENV_PY),python3)
 
+# User values reach the recipes through the environment, quoted: a KERNEL such as
+# "6; rm -rf /" is one argument that profiling/kernels reject, never shell code.
+export KERNEL SEQ DTYPE SET ARCH A B REPORTS
+
 .DEFAULT_GOAL := help
 .PHONY: help setup test figures build profile bench gpu-session tune sass sass-diff sass-data gap summary notebook clean
 
@@ -32,13 +36,13 @@ test: setup ## run the CPU test suite (static builds use the venv's CUDA wheels)
 	$(VENV_PY) -m pytest
 
 figures: setup ## draw the figures from REPORTS
-	$(VENV_PY) -m analysis.figures --reports $(REPORTS)
+	$(VENV_PY) -m analysis.figures --reports "$$REPORTS"
 
 build: ## build kernel KERNEL as a torch extension (GPU machine)
-	$(PY) -m kernels.build $(KERNEL)
+	$(PY) -m kernels.build "$$KERNEL"
 
 profile: ## profile KERNEL (1-7, ref, cudnn, all) with Nsight Compute, then summarise and draw it
-	$(PY) -m profiling.profile $(KERNEL) --seq $(SEQ) --dtype $(DTYPE) --set $(SET) --paths-file build/last_profile.txt
+	$(PY) -m profiling.profile "$$KERNEL" --seq "$$SEQ" --dtype "$$DTYPE" --set "$$SET" --paths-file build/last_profile.txt
 	$(PY) -m analysis summary $$(cat build/last_profile.txt)
 	$(PY) -m analysis.figures --reports $$(dirname $$(head -n 1 build/last_profile.txt))
 
@@ -52,10 +56,10 @@ tune: ## auto-tune kernel 7 on this GPU
 	$(PY) -m profiling.tune
 
 sass: setup ## registers, spills, smem and SASS opcodes of kernel KERNEL for ARCH
-	$(VENV_PY) -m kernels.sass $(KERNEL) --arch $(ARCH)
+	$(VENV_PY) -m kernels.sass "$$KERNEL" --arch "$$ARCH"
 
 sass-diff: setup ## SASS opcode deltas from kernel A to kernel B for ARCH
-	$(VENV_PY) -m kernels.sass diff $(A) $(B) --arch $(ARCH)
+	$(VENV_PY) -m kernels.sass diff "$$A" "$$B" --arch "$$ARCH"
 
 sass-data: setup ## regenerate the committed reports/sass/*.csv (kernels 1-7 x sm_80/86/90)
 	$(VENV_PY) -m kernels.sass data
@@ -64,7 +68,7 @@ gap: ## where each kernel loses to the reference
 	$(PY) -m analysis gap
 
 summary: ## one-table summary of REPORTS
-	$(PY) -m analysis summary $(REPORTS)
+	$(PY) -m analysis summary "$$REPORTS"
 
 notebook: setup ## open the stall-exploration notebook
 	$(VENV)/bin/jupyter notebook analysis/explore_stalls.ipynb

@@ -30,8 +30,11 @@ def _arch_list() -> str:
     env = os.environ.get("TORCH_CUDA_ARCH_LIST")
     if env:
         return env
-    import torch
-
+    try:
+        import torch
+    except ImportError:
+        raise BuildError("torch is not installed: building a kernel needs torch with CUDA "
+                         "(the 'gpu' extra) on a machine with an NVIDIA GPU") from None
     if not torch.cuda.is_available():
         raise BuildError("no CUDA GPU visible: set TORCH_CUDA_ARCH_LIST (e.g. 9.0) to build anyway")
     major, minor = torch.cuda.get_device_capability()
@@ -128,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, BuildError) as e:
         print(f"build: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("build: interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

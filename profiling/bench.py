@@ -11,7 +11,6 @@ Output: reports/<gpu>/bench.csv (+ bench.json sidecar); an old pair moves to his
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import os
 import statistics
@@ -19,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import FlashprofError, run_cli
+from .errors import ArgumentParser, FlashprofError, run_cli
 from .workload import BENCH_SEQS, Shape, check_dtype, make_inputs, seed_shape
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -142,16 +141,19 @@ def retire_file(path: Path) -> Path | None:
     hist = path.parent / "history"
     hist.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(path.stat().st_mtime))
-    dest = hist / f"{path.stem}.{stamp}{path.suffix}"
+    name, n = f"{path.stem}.{stamp}", 1
+    while (hist / f"{name}{path.suffix}").exists() or (hist / f"{name}.json").exists():
+        name, n = f"{path.stem}.{stamp}-{n}", n + 1  # never replace an older copy
+    dest = hist / f"{name}{path.suffix}"
     os.replace(path, dest)
     side = path.with_suffix(".json")
     if side.exists():
-        os.replace(side, hist / f"{path.stem}.{stamp}.json")
+        os.replace(side, hist / f"{name}.json")
     return dest
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m profiling.bench", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="python -m profiling.bench", description=__doc__.splitlines()[0])
     p.add_argument("--kernels", default="all", help="comma list of 1-7, ref, cudnn (default all)")
     p.add_argument("--seqs", default=",".join(map(str, BENCH_SEQS)))
     p.add_argument("--dtype", default="fp16")
@@ -172,8 +174,12 @@ def main(argv: list[str] | None = None) -> int:
             seqs = [int(s) for s in args.seqs.split(",")]
         except ValueError:
             raise FlashprofError(f"bad --seqs {args.seqs!r}: give comma-separated integers") from None
+        for s in seqs:
+            seed_shape(s)  # a positive length
         if args.reps < 20:
             raise FlashprofError("--reps must be at least 20 (medians of fewer repeats are noise)")
+        if args.out:
+            check_writable(args.out.parent)
         gpu = gpu_info()
         out = args.out or ROOT / "reports" / gpu["slug"] / "bench.csv"
         check_writable(out.parent)

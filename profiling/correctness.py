@@ -35,6 +35,8 @@ def verdict(max_err: float, ref_err: float, unwritten: int, factor: float = TOLE
         return Verdict(False, max_err, ref_err, unwritten, f"{unwritten} output elements unwritten or non-finite")
     if not math.isfinite(max_err):
         return Verdict(False, max_err, ref_err, unwritten, "error is not finite")
+    if not math.isfinite(ref_err):  # a NaN bound would let any kernel through
+        return Verdict(False, max_err, ref_err, unwritten, "low-precision reference error is not finite")
     if max_err > factor * ref_err:
         return Verdict(False, max_err, ref_err, unwritten,
                        f"max error {max_err:.3e} > {factor:g} x low-precision PyTorch error {ref_err:.3e}")

@@ -32,7 +32,8 @@ def require_gpu():
     try:
         import torch
     except ImportError:
-        raise FlashprofError("torch is not installed: this command needs a CUDA GPU and the 'gpu' extra") from None
+        raise FlashprofError("no CUDA GPU usable: torch is not installed (this command needs the 'gpu' "
+                             "extra on a machine with an NVIDIA GPU)") from None
     if not torch.cuda.is_available():
         raise FlashprofError("no CUDA GPU is visible (torch.cuda.is_available() is False); "
                              "run this on a machine with an NVIDIA GPU")

@@ -2,12 +2,21 @@
 that turns it into one line on stderr and a non-zero exit (never a traceback)."""
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import Callable
 
 
 class FlashprofError(Exception):
     """A failure with a message meant for the user."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line too (the usage block stays behind --help)."""
+
+    def error(self, message: str):
+        name = self.prog.rsplit(".", 1)[-1]  # "python -m profiling.profile" -> "profile"
+        self.exit(2, f"{name}: error: {message} (see --help)\n")
 
 
 def run_cli(prog: str, main: Callable[[], int]) -> int:

@@ -8,13 +8,16 @@ separate stage (the Makefile chains them using --paths-file).
 """
 from __future__ import annotations
 
-import argparse
+import math
+import os
 import shlex
 import sys
 import time
 from pathlib import Path
 
-from .errors import FlashprofError, run_cli
+from kernels.config import variant
+
+from .errors import ArgumentParser, FlashprofError, run_cli
 from .ncu import SECTION_SETS, NcuOptions, find_ncu, ncu_command, ncu_version, retire, run_ncu
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,8 +30,25 @@ def report_stem(base: str, seq: int, batch: int, heads: int, dtype: str, section
     return f"{base}_s{seq}_b{batch}_h{heads}_{dtype}_{section_set}"
 
 
+def check_seq(names: list[str], seq: int, gpu: str | None = None) -> None:
+    """SEQ must be a multiple of the tile of every variant asked for (references have none).
+
+    Without ``gpu`` this uses kernel 7's fallback config, so it can run before any GPU is
+    touched; profile_all repeats it with the GPU's tuned kernel 7.
+    """
+    tiles = {n: variant(n, gpu=gpu).seq_multiple() for n in names if n.isdigit()}
+    if not tiles or all(seq % t == 0 for t in tiles.values()):
+        return
+    if len(tiles) == 1:
+        ((n, t),) = tiles.items()
+        raise FlashprofError(f"SEQ={seq} is not a multiple of kernel {n}'s tile ({t})")
+    need = math.lcm(*tiles.values())
+    raise FlashprofError(f"SEQ={seq} is not a multiple of {need}, the largest tile of kernels "
+                         f"{', '.join(tiles)}")
+
+
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="python -m profiling.profile", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="python -m profiling.profile", description=__doc__.splitlines()[0])
     p.add_argument("kernel", help="1-7, ref, cudnn, all, or a comma list")
     p.add_argument("--seq", type=int, default=4096)
     p.add_argument("--batch", type=int, default=None, help="default: the seed's batch for SEQ")
@@ -46,12 +66,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
 
     def body() -> int:
+        from .env import check_writable, require_gpu
         from .targets import parse_names
         from .workload import Shape, check_dtype, seed_shape
 
+        # Cheapest and most specific first: KERNEL, dtype, shape, tile, output paths; only
+        # then the machine (GPU, then ncu), so a typo is never reported as "no GPU".
         names = parse_names(args.kernel)
         check_dtype(args.dtype)
-        shape = Shape(args.batch or seed_shape(args.seq).batch, args.seq, args.heads)
+        batch = args.batch if args.batch is not None else seed_shape(args.seq).batch
+        shape = Shape(batch, args.seq, args.heads)
+        check_seq(names, shape.seq)
+        for d in filter(None, (args.out_dir, args.paths_file and args.paths_file.parent)):
+            check_writable(d)
+        require_gpu()
         ncu = find_ncu()
         return profile_all(names, shape, args, ncu)
 
@@ -66,33 +94,42 @@ def profile_all(names: list[str], shape, args, ncu: str) -> int:
     gpu = gpu_info()
     out_dir = args.out_dir or ROOT / "reports" / gpu["slug"]
     check_writable(out_dir)
+    check_seq(names, shape.seq, gpu=gpu["slug"])  # this GPU's tuned kernel 7 may have a larger tile
     version = ncu_version(ncu)
+    # ncu writes here first; the finished report replaces the old one (moved to history/)
+    # only after ncu succeeded, so a failed or interrupted run leaves reports/ as it was.
+    # A hidden folder: `analysis summary <dir>` never picks up a half-written report.
+    pending = out_dir / ".incomplete"
     paths: list[Path] = []
     t_all = time.perf_counter()
     for i, name in enumerate(names, 1):
         target = resolve(name, gpu=gpu["slug"])
         label = f"{i}/{len(names)} {target.stem}"
-        if target.config is not None and shape.seq % target.config.seq_multiple():
-            raise FlashprofError(f"SEQ={shape.seq} is not a multiple of kernel {name}'s tile "
-                                 f"({target.config.seq_multiple()})")
         t0 = time.perf_counter()
         print(f"[{label}] {target.title}: build + correctness check", file=sys.stderr, flush=True)
         fn = target.callable()
         verdict = None if args.no_gate else require(fn, shape, args.dtype, target.title)
         stem = report_stem(target.stem, shape.seq, shape.batch, shape.heads, args.dtype, args.section_set)
         report = out_dir / f"{stem}.ncu-rep"
-        old = retire(report)
-        if old:
-            print(f"[{label}] previous report kept as {old}", file=sys.stderr)
+        fresh = pending / report.name
+        try:
+            pending.mkdir(parents=True, exist_ok=True)
+            fresh.unlink(missing_ok=True)  # left by an interrupted run; ncu will not overwrite it
+        except OSError as e:
+            raise FlashprofError(f"cannot prepare {fresh}: {e.strerror}") from None
         program = [sys.executable, "-m", "profiling.target", name, "--batch", str(shape.batch),
                    "--seq", str(shape.seq), "--heads", str(shape.heads), "--dtype", args.dtype]
-        opts = NcuOptions(output=report.with_suffix(""), kernel_regex=target.kernel_regex,
+        opts = NcuOptions(output=fresh.with_suffix(""), kernel_regex=target.kernel_regex,
                           section_set=args.section_set, clock_control=args.clock_control)
         cmd = ncu_command(ncu, opts, program)
         clocks_before = smi_clocks()
         _, ncu_secs = run_ncu(cmd, target.stem)
-        if not report.exists():
-            raise FlashprofError(f"ncu finished but wrote no report at {report}")
+        if not fresh.exists():
+            raise FlashprofError(f"ncu finished but wrote no report at {fresh}")
+        old = retire(report)
+        if old:
+            print(f"[{label}] previous report kept as {old}", file=sys.stderr)
+        os.replace(fresh, report)
         sidecar = {
             "schema": 1,
             "kernel": name,
@@ -108,7 +145,9 @@ def profile_all(names: list[str], shape, args, ncu: str) -> int:
                        "note": "the SM clock during the profiled launch is in the report "
                                "(sm__cycles_elapsed.avg.per_second)"},
             "ncu": {"version": version, "section_set": args.section_set, "kernel_regex": target.kernel_regex,
-                    "args": cmd[1:], "seconds": round(ncu_secs, 2)},
+                    # the command as run, with the report's final path (ncu wrote it to .incomplete/)
+                    "args": [str(report.with_suffix("")) if a == str(fresh.with_suffix("")) else a for a in cmd[1:]],
+                    "seconds": round(ncu_secs, 2)},
             "correctness": verdict.to_dict() if verdict else None,
             "software": software(),
             "git": git_info(),
@@ -120,7 +159,6 @@ def profile_all(names: list[str], shape, args, ncu: str) -> int:
         print(f"[{label}] wrote {report} (ncu {ncu_secs:.1f}s, total {time.perf_counter() - t0:.1f}s)",
               file=sys.stderr, flush=True)
     if args.paths_file:
-        args.paths_file.parent.mkdir(parents=True, exist_ok=True)
         args.paths_file.write_text("\n".join(str(p) for p in paths) + "\n")
     print(f"profiled {len(paths)} target(s) in {time.perf_counter() - t_all:.1f}s", file=sys.stderr)
     for p in paths:

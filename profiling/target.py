@@ -6,16 +6,15 @@ Also used, at small sizes, under compute-sanitizer.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
-from .errors import run_cli
+from .errors import ArgumentParser, run_cli
 
 NVTX_RANGE = "flashprof"
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m profiling.target")
+    p = ArgumentParser(prog="python -m profiling.target")
     p.add_argument("kernel")
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--seq", type=int, default=4096)
@@ -30,9 +29,10 @@ def main(argv: list[str] | None = None) -> int:
         from .targets import resolve
         from .workload import Shape, check_dtype, make_inputs
 
-        torch = require_gpu()
+        resolve(args.kernel)  # a bad KERNEL, dtype or shape is reported before "no GPU"
         check_dtype(args.dtype)
         shape = Shape(args.batch, args.seq, args.heads)
+        torch = require_gpu()
         target = resolve(args.kernel, gpu=gpu_info()["slug"])
         fn = target.callable()
         q, k, v = make_inputs(shape, args.dtype, seed=args.seed)

@@ -54,7 +54,10 @@ def parse_names(spec: str | list[str]) -> list[str]:
 
 
 def resolve(name: str, gpu: str | None = None) -> Target:
-    (name,) = parse_names(name)
+    names = parse_names(name)
+    if len(names) != 1:
+        raise FlashprofError(f"one KERNEL expected here, got {name!r} ({len(names)} targets)")
+    (name,) = names
     if name in REFERENCES:
         backend, title, regex = REFERENCES[name]
         return Target(name, title, None, regex)

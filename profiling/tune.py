@@ -17,7 +17,6 @@
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import ctypes
 import itertools
@@ -32,7 +31,7 @@ from pathlib import Path
 
 from kernels.config import TUNED_FILE, ConfigError, KernelConfig
 
-from .errors import FlashprofError, run_cli
+from .errors import ArgumentParser, FlashprofError, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 TUNE_SEQS = (1024, 4096, 16384)
@@ -266,7 +265,7 @@ def write_static(rows: list[dict], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m profiling.tune", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="python -m profiling.tune", description=__doc__.splitlines()[0])
     p.add_argument("--static-only", action="store_true", help="prune without a GPU and stop")
     p.add_argument("--arch", default=None, help="static build arch (default: the GPU's, else sm_90)")
     p.add_argument("--gpu", default=None, help="GPU slug for --static-only output (default h200)")
@@ -278,10 +277,16 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     def body() -> int:
-        from .workload import check_dtype
+        from .env import check_writable
+        from .workload import check_dtype, seed_shape
 
         check_dtype(args.dtype)
-        seqs = tuple(int(s) for s in args.seqs.split(","))
+        try:
+            seqs = tuple(int(s) for s in args.seqs.split(","))
+        except ValueError:
+            raise FlashprofError(f"bad --seqs {args.seqs!r}: give comma-separated integers") from None
+        for s in seqs:
+            seed_shape(s)  # a positive length
         say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
         if args.static_only:
             gpu_slug, arch = args.gpu or "h200", args.arch or "sm_90"
@@ -292,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
             gpu_slug = gpu["slug"]
             arch = args.arch or "sm_" + gpu["compute_capability"].replace(".", "")
         out_dir = ROOT / "reports" / gpu_slug
-        out_dir.mkdir(parents=True, exist_ok=True)
+        check_writable(out_dir)
         cfgs, rejected = space()
         say(f"space: {len(cfgs) + len(rejected)} combinations, {len(rejected)} rejected by config rules, "
             f"{len(cfgs)} candidates")
