@@ -17,18 +17,18 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 
 import matplotlib
+import numpy as np
+import pandas as pd
+# Figures are built with Figure(), not pyplot: no GUI backend and no global figure list,
+# so this module works under Agg (the figures driver) and inline (the notebook) alike.
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
-matplotlib.use("Agg")  # figures are files; never open a window
-
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
-
-from .stalls import REASON_FAMILY, STALL_FAMILIES, STALL_REASONS  # noqa: E402
+from .stalls import REASON_FAMILY, STALL_FAMILIES, STALL_REASONS
 
 DPI = 150
 KERNEL_IDS = tuple(str(i) for i in range(1, 8))
@@ -39,6 +39,10 @@ KERNEL_NAMES = {
     "5": "register double buffering", "6": "FP32 instruction fusion", "7": "auto-tuned",
     "ref": "FA2 (PyTorch flash backend)", "cudnn": "cuDNN SDPA (Hopper wgmma)",
 }
+# Two-line tick labels for bar charts with one bar (group) per kernel.
+KERNEL_TICKS = {"1": "base", "2": "swizzling", "3": "eager K/V", "4": "fragment\ninterleave",
+                "5": "register\ndbl. buffer", "6": "FP32\nfusion", "7": "auto-tuned",
+                "ref": "PyTorch\nflash", "cudnn": "SDPA\nwgmma"}
 _ANCHOR_COLORS = {"ref": "#111111", "cudnn": "#d62728"}
 _OTHER_COLOR = "#8c8c8c"
 
@@ -198,20 +202,90 @@ def _roof_ceilings(roof: pd.DataFrame) -> dict:
     return out
 
 
+def _series_points(sel: pd.DataFrame, rec: dict, fp32: bool = False) -> list[tuple[str, float, float]]:
+    s = sel[(sel["report"] == rec["report"]) & (sel["launch"] == rec["launch"])
+            & (sel["range_idx"] == rec["range_idx"])].sort_values("level")
+    ai, fl = ("ai_fp32", "flops_fp32") if fp32 else ("ai_tensor", "flops_tensor")
+    return [(lv, a, f) for lv, a, f in zip(s["level"].astype(str), s[ai], s[fl]) if _finite(a, f)]
+
+
+def _draw_series(ax, sel: pd.DataFrame, L: pd.DataFrame, *, fp32_points: bool, prefix: str = "", ms: float = 7) -> None:
+    """One joined line + one marker per memory level for every launch in ``L``."""
+    TF = 1e12
+    for rec in L.to_dict("records"):
+        color = kernel_color(rec["key"])
+        pts = _series_points(sel, rec)
+        if pts:
+            order = sorted(pts, key=lambda p: p[1])
+            ax.plot([p[1] for p in order], [p[2] / TF for p in order], color=color, lw=1.4, alpha=0.85,
+                    gid=f"{prefix}series:{rec['sid']}", zorder=4)
+            for lv, a, f in pts:
+                ax.plot([a], [f / TF], marker=LEVEL_MARKERS.get(lv, "o"), ms=ms, color=color,
+                        mec="white" if lv != "shared memory" else color, mew=0.8,
+                        mfc=color if lv != "shared memory" else "white", ls="none", zorder=5)
+        if fp32_points:
+            fpts = _series_points(sel, rec, fp32=True)
+            if fpts:
+                order = sorted(fpts, key=lambda p: p[1])
+                ax.plot([p[1] for p in order], [p[2] / TF for p in order], color=color, lw=1.0, ls="--",
+                        alpha=0.7, gid=f"{prefix}series-fp32:{rec['sid']}", zorder=4)
+                for lv, a, f in fpts:
+                    ax.plot([a], [f / TF], marker=LEVEL_MARKERS.get(lv, "o"), ms=ms - 1, mfc="white", mec=color,
+                            ls="none", zorder=5)
+
+
+def _strip_hits(p0, angle_deg: float, length: float, height: float, obstacles: np.ndarray, pad: float = 4.0) -> int:
+    """Display-space obstacles inside the rotated box a label of ``length`` x ``height``
+    pixels occupies when anchored at ``p0`` (baseline start) at ``angle_deg``."""
+    if not len(obstacles):
+        return 0
+    u = np.array([math.cos(math.radians(angle_deg)), math.sin(math.radians(angle_deg))])
+    n = np.array([-u[1], u[0]])
+    d = obstacles - np.asarray(p0)
+    along, across = d @ u, d @ n
+    return int(((along > -pad) & (along < length + pad) & (across > -pad) & (across < height + pad)).sum())
+
+
+def _cluster(L: pd.DataFrame, sel: pd.DataFrame, spread: float = 1.4) -> list[str]:
+    """Series ids whose tensor FLOP/s lie within a factor ``spread`` of the median
+    series: the crowd a zoom panel should separate."""
+    heights = {}
+    for rec in L.to_dict("records"):
+        pts = _series_points(sel, rec)
+        if pts:
+            heights[rec["sid"]] = float(np.median([p[2] for p in pts]))
+    if len(heights) < 3:
+        return []
+    med = float(np.median(list(heights.values())))
+    return [sid for sid, h in heights.items() if abs(math.log(h / med)) <= math.log(spread)]
+
+
 def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, title: str | None = None,
-                  fp32_points: bool = False) -> Figure:
+                  fp32_points: bool = False, zoom: bool | None = None) -> Figure:
     """Hierarchical roofline (log-log, TFLOP/s vs FLOP/byte) of the selected reports.
 
     Each launch is one series: its L1, L2, DRAM and shared-memory points (same FLOP/s,
     different intensity) joined by a line in the kernel's colour. ``fp32_points`` adds
-    the FP32 FLOP/s points (hollow) of the same launches."""
+    the FP32 FLOP/s points (hollow) of the same launches. ``zoom`` (default: when three or
+    more series lie within a factor 1.4 of each other) adds a panel with a linear
+    FLOP/s axis around that crowd, each series labelled, so near-equal kernels separate."""
     sel = roof if reports is None else roof[roof["report"].isin(list(reports))]
-    fig = _new_fig(11.0, 6.6)
-    ax = fig.add_axes([0.07, 0.17, 0.60, 0.71])
-    ax.set_xscale("log")
-    ax.set_yscale("log")
     ceil = _roof_ceilings(sel)
     L = launches(sel)
+    crowd = _cluster(L, sel) if zoom is None or zoom else []
+    zoom = bool(crowd) if zoom is None else bool(zoom and crowd)
+    if zoom:
+        fig = _new_fig(14.0, 6.9)
+        ax = fig.add_axes([0.055, 0.17, 0.455, 0.71])
+        zx = fig.add_axes([0.575, 0.17, 0.235, 0.71])
+        legend_x = 1.02
+    else:
+        fig = _new_fig(11.0, 6.6)
+        ax = fig.add_axes([0.07, 0.17, 0.60, 0.71])
+        zx = None
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    TF = 1e12
 
     # ---- data range -> limits (fixed before drawing so label angles are right)
     xs, ys = [], []
@@ -223,27 +297,36 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
     top = max([v for k, v in ceil.items() if k.startswith(("tensor", "fp32"))] or [max(ys or [1e12])])
     bws = {k[3:]: v for k, v in ceil.items() if k.startswith("bw:")}
     ridges = [top / v for v in bws.values()]
-    x_lo = 10 ** math.floor(math.log10(min(xs + ridges + [1.0]) / 3))
-    x_hi = 10 ** math.ceil(math.log10(max(xs + ridges + [10.0]) * 3))
     y_hi = top * 2.2
-    y_lo = 10 ** math.floor(math.log10(min(ys + [top / 1e3]) / 3))
-    TF = 1e12
+    y_lo = 10 ** math.floor(math.log10(min(ys or [top / 100]) / 2.5))
+    # the slopes enter the plot at the bottom edge: the left limit shows every entry
+    entries = [y_lo / v for v in bws.values()]
+    x_lo = 10 ** math.floor(math.log10(min(xs + ridges + entries) / 1.5)) if xs or ridges else 0.1
+    x_hi = 10 ** math.ceil(math.log10(max(xs + ridges + [10.0]) * 3))
+    if xs and max(xs) > x_hi / 10 ** 1.6:  # keep the right end clear for the roof labels
+        x_hi *= 10
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(y_lo / TF, y_hi / TF)
 
     # ---- compute roofs: horizontal, from the ridge with the fastest level to the right
     fastest = max(bws.values()) if bws else None
+    tensor_roofs = [k for k in ("tensor:wgmma", "tensor:mma.sync") if k in ceil]
     roof_style = {"tensor:mma.sync": ("#333333", "-", "tensor, mma.sync (kernels 1-7, FA2)"),
                   "tensor:wgmma": (kernel_color("cudnn"), "--", "tensor, wgmma (cuDNN only)"),
                   "fp32": ("#555555", "-.", "FP32 (FFMA)")}
+    roof_segments = []
     for kind, (color, ls, name) in roof_style.items():
         if kind not in ceil:
             continue
         v = ceil[kind]
         x0 = v / fastest if fastest else x_lo
-        ax.plot([x0, x_hi], [v / TF, v / TF], color=color, ls=ls, lw=1.6, gid=f"ceiling:{kind}", zorder=2)
-        ax.text(x_hi / 1.15, v / TF * 1.06, f"{name}: {v / TF:.0f} TFLOP/s", ha="right", va="bottom",
-                fontsize=7.5, color=color, gid=f"ceiling-label:{kind}")
+        ax.plot([x0, x_hi], [v / TF, v / TF], color=color, ls=ls, lw=1.8 if kind == "tensor:wgmma" else 1.6,
+                gid=f"ceiling:{kind}", zorder=2)
+        roof_segments.append((x0, v))
+        below = kind == "tensor:mma.sync" and len(tensor_roofs) > 1  # two tensor roofs: one label under
+        ax.text(x_hi / 1.15, v / TF * (1 / 1.07 if below else 1.06), f"{name}: {v / TF:.0f} TFLOP/s", ha="right",
+                va="top" if below else "bottom", fontsize=7.5, color=color, gid=f"ceiling-label:{kind}",
+                fontweight="bold" if kind == "tensor:wgmma" else "normal")
 
     # ---- bandwidth roofs: slope from the left edge to the ridge with the top roof
     shown: list[tuple[float, list[str]]] = []
@@ -257,79 +340,162 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
         ridge = top / bw
         ax.plot([x_lo, ridge], [bw * x_lo / TF, top / TF], color="#4d4d4d", lw=1.3,
                 ls=_LEVEL_LINESTYLES[level], gid=f"ceiling:bw:{level}", zorder=2)
-        ax.plot([ridge], [top / TF], marker="|", ms=7, color="#4d4d4d", zorder=2)
-    # label angle: a slope of one decade per decade, in display space
+        for k in tensor_roofs:  # knee on each tensor roof
+            ax.plot([ceil[k] / bw], [ceil[k] / TF], marker="|", ms=7, color="#4d4d4d", zorder=2)
+
+    # ---- slope labels: along each slope, at the first spot that covers no data point
+    # and no compute roof (display space; limits and size are fixed by now)
     p0 = ax.transData.transform((x_lo, 1.0))
     p1 = ax.transData.transform((x_lo * 10, 10.0))
     angle = math.degrees(math.atan2(p1[1] - p0[1], p1[0] - p0[0]))
+    obstacles = [ax.transData.transform((x, y / TF)) for x, y in zip(xs, ys)]
+    for rec in L.to_dict("records"):  # the joining lines, not only their markers
+        for pts in (_series_points(sel, rec), _series_points(sel, rec, fp32=True) if fp32_points else []):
+            if pts:
+                a_lo, a_hi, f = min(p[1] for p in pts), max(p[1] for p in pts), pts[0][2]
+                obstacles += [ax.transData.transform((x, f / TF)) for x in np.geomspace(a_lo, a_hi, 60)]
+    if crowd:  # the zoom window's box (drawn later)
+        zb = _zoom_window(sel, L[L["sid"].isin(crowd)])
+        for t in np.linspace(0, 1, 40):
+            xq = zb[0] * (zb[1] / zb[0]) ** t
+            obstacles += [ax.transData.transform((xq, zb[2])), ax.transData.transform((xq, zb[3]))]
+    for x0, v in roof_segments:
+        obstacles += [ax.transData.transform((x, v / TF)) for x in np.geomspace(max(x0, x_lo), x_hi, 80)]
+    obstacles = np.asarray(obstacles) if obstacles else np.empty((0, 2))
+    slope_pts = {bw: np.asarray([ax.transData.transform((x, bw * x / TF))
+                                 for x in np.geomspace(x_lo, top / bw, 60)]) for bw, _ in shown}
+    px_per_pt = DPI / 72.0
+    ridge_roof = ceil.get("tensor:mma.sync", top)  # ridges quoted against the mma.sync roof
+    placed = []
     for bw, levels in shown:
         names = " = ".join(LEVEL_LABELS[lv] for lv in levels)
-        ridge = top / bw
-        xt = x_lo * 2.2
-        ax.text(xt, bw * xt / TF * 1.25, f"{names} {bw / 1e12:.3g} TB/s (ridge {ridge:.3g} FLOP/B)",
-                rotation=angle, rotation_mode="anchor", fontsize=7.2, color="#333333",
-                ha="left", va="bottom", gid=f"ceiling-label:bw:{'+'.join(levels)}")
+        text = f"{names} {bw / 1e12:.3g} TB/s\nridge {ridge_roof / bw:.3g} FLOP/B"
+        length = 0.56 * 7.2 * px_per_pt * max(len(t) for t in text.splitlines())
+        height = 18 * px_per_pt
+        y_start, y_end = max(y_lo * 1.3, bw * x_lo * 1.3), top / 1.3
+        best = None
+        u = np.array([math.cos(math.radians(angle)), math.sin(math.radians(angle))])
+        nrm = np.array([-u[1], u[0]])
+        obs = np.vstack([obstacles] + placed + [v for k, v in slope_pts.items() if k != bw])
+        for side in (1, -1):  # 1: above-left of the slope, -1: below-right
+            for yy in np.geomspace(y_start, y_end, 24):
+                xx = yy / bw
+                at = (xx, yy * 1.12) if side > 0 else (xx * 1.12, yy)
+                anchor = ax.transData.transform((at[0], at[1] / TF))
+                end = anchor + length * u
+                if end[1] > ax.transData.transform((xx, top / TF))[1]:
+                    break  # the label would run past the roof
+                # the block spans `height` on the chosen side of its baseline
+                base = anchor if side > 0 else anchor - height * nrm
+                hits = _strip_hits(base, angle, length, height, obs)
+                if best is None or hits < best[0]:
+                    best = (hits, at, side, base)
+                if hits == 0:
+                    break
+            if best is not None and best[0] == 0:
+                break
+        if best is None:
+            continue
+        _, at, side, base = best
+        ax.text(at[0], at[1] / TF, text, rotation=angle, rotation_mode="anchor", fontsize=7.2, color="#333333",
+                ha="left", va="bottom" if side > 0 else "top", gid=f"ceiling-label:bw:{'+'.join(levels)}")
+        placed.append(np.array([base + u * t + nrm * h for t in np.linspace(0, length, 12)
+                                for h in np.linspace(0, height, 3)]))
 
     # ---- one series per launch
-    for rec in L.to_dict("records"):
-        s = sel[(sel["report"] == rec["report"]) & (sel["launch"] == rec["launch"])
-                & (sel["range_idx"] == rec["range_idx"])].sort_values("level")
-        color = kernel_color(rec["key"])
-        pts = [(lv, a, f) for lv, a, f in zip(s["level"].astype(str), s["ai_tensor"], s["flops_tensor"]) if _finite(a, f)]
-        if pts:
-            order = sorted(pts, key=lambda p: p[1])
-            ax.plot([p[1] for p in order], [p[2] / TF for p in order], color=color, lw=1.4, alpha=0.85,
-                    gid=f"series:{rec['sid']}", zorder=4)
-            for lv, a, f in pts:
-                ax.plot([a], [f / TF], marker=LEVEL_MARKERS.get(lv, "o"), ms=7, color=color,
-                        mec="white" if lv != "shared memory" else color, mew=0.8,
-                        mfc=color if lv != "shared memory" else "white", ls="none", zorder=5)
-        if fp32_points:
-            fpts = [(lv, a, f) for lv, a, f in zip(s["level"].astype(str), s["ai_fp32"], s["flops_fp32"]) if _finite(a, f)]
-            if fpts:
-                order = sorted(fpts, key=lambda p: p[1])
-                ax.plot([p[1] for p in order], [p[2] / TF for p in order], color=color, lw=1.0, ls="--",
-                        alpha=0.7, gid=f"series-fp32:{rec['sid']}", zorder=4)
-                for lv, a, f in fpts:
-                    ax.plot([a], [f / TF], marker=LEVEL_MARKERS.get(lv, "o"), ms=6, mfc="white", mec=color,
-                            ls="none", zorder=5)
-
+    _draw_series(ax, sel, L, fp32_points=fp32_points)
     ax.set_xlabel("arithmetic intensity (tensor FLOP / byte at that level)")
     ax.set_ylabel("performance (TFLOP/s)")
     ax.grid(True, which="major", color="#e0e0e0", lw=0.6)
     ax.grid(True, which="minor", color="#f2f2f2", lw=0.4)
     ax.set_axisbelow(True)
 
+    if zx is not None:
+        _draw_zoom(ax, zx, sel, L[L["sid"].isin(crowd)])
+
     # ---- legends outside the data
+    lax = zx if zx is not None else ax
     kh = [Line2D([], [], color=kernel_color(k), lw=2, marker="o", ms=5, label=lab)
           for k, lab in zip(L["key"], L["label"])]
-    leg1 = ax.legend(handles=kh, title="kernel", loc="upper left", bbox_to_anchor=(1.02, 1.0),
-                     fontsize=8, title_fontsize=8.5, frameon=False)
-    ax.add_artist(leg1)
+    leg1 = lax.legend(handles=kh, title="kernel", loc="upper left", bbox_to_anchor=(1.03, 1.0),
+                      fontsize=8, title_fontsize=8.5, frameon=False)
+    lax.add_artist(leg1)
     lh = [Line2D([], [], ls="none", marker=m, color="#555555", mfc="white" if lv == "shared memory" else "#555555",
                  ms=6, label=LEVEL_LABELS[lv]) for lv, m in LEVEL_MARKERS.items()]
     if fp32_points:
         lh.append(Line2D([], [], ls="--", marker="o", mfc="white", color="#555555", label="FP32 FLOP/s (hollow)"))
-    ax.legend(handles=lh, title="memory level", loc="lower left", bbox_to_anchor=(1.02, 0.0),
-              fontsize=8, title_fontsize=8.5, frameon=False)
+    lax.legend(handles=lh, title="memory level", loc="lower left", bbox_to_anchor=(1.03, 0.0),
+               fontsize=8, title_fontsize=8.5, frameon=False)
 
-    fig.suptitle(title or "Hierarchical roofline", x=0.07, ha="left", fontsize=12, fontweight="bold", y=0.975)
-    fig.text(0.07, 0.905, context_line(ident, sel, reports=sel["report"].unique()), fontsize=9, color="#333333")
+    x_text = 0.055 if zx is not None else 0.07
+    fig.suptitle(title or "Hierarchical roofline", x=x_text, ha="left", fontsize=12, fontweight="bold", y=0.975)
+    fig.text(x_text, 0.905, context_line(ident, sel, reports=sel["report"].unique()), fontsize=9, color="#333333")
     caption = (CONVENTION_NOTE + "\n\u2020 shared memory: bytes the shared pipe spent (bank-conflicted "
                "wavefronts carry less useful data). L1 intensity is inflated for cp.async.cg/TMA kernels "
                "(they bypass L1); L2 is the most telling level. Roofs: each report's own peak x its measured clock")
-    if len(sel["report"].unique()) > 1:
-        caption += " (highest across reports drawn)."
-    else:
-        caption += "."
-    fig.text(0.07, 0.015, caption, fontsize=7, color="#444444", va="bottom", wrap=True)
+    caption += " (highest across reports drawn)." if len(sel["report"].unique()) > 1 else "."
+    fig.text(x_text, 0.015, caption, fontsize=7, color="#444444", va="bottom", wrap=True)
     return fig
+
+
+def _zoom_window(sel: pd.DataFrame, crowd: pd.DataFrame) -> tuple[float, float, float, float]:
+    """(x_lo, x_hi, y_lo, y_hi) of the zoom panel, y in TFLOP/s."""
+    TF = 1e12
+    pts = [p for rec in crowd.to_dict("records") for p in _series_points(sel, rec)]
+    x_lo, x_hi = min(p[1] for p in pts) / 2.5, max(p[1] for p in pts) * 12
+    f_lo, f_hi = min(p[2] for p in pts) / TF, max(p[2] for p in pts) / TF
+    pad = (f_hi - f_lo) * 0.12 + 1.0
+    return x_lo, x_hi, f_lo - pad, f_hi + pad
+
+
+def _draw_zoom(ax, zx, sel: pd.DataFrame, crowd: pd.DataFrame) -> None:
+    """Right panel: the crowded series on a linear FLOP/s axis, each labelled at its
+    right end (labels pushed apart vertically), and a box on the main axes marking the
+    window (roofs stay in the main panel: near-vertical on a linear axis they only clutter)."""
+    x_lo, x_hi, y_lo, y_hi = _zoom_window(sel, crowd)
+    zx.set_xscale("log")
+    zx.set_xlim(x_lo, x_hi)
+    zx.set_ylim(y_lo, y_hi)
+    TF = 1e12
+    _draw_series(zx, sel, crowd, fp32_points=False, prefix="zoom:", ms=6)
+    # right-end labels, at least 4.2 % of the axis height apart
+    ends = []
+    for rec in crowd.to_dict("records"):
+        p = _series_points(sel, rec)
+        if p:
+            right = max(p, key=lambda q: q[1])
+            ends.append([right[2] / TF, right[1], rec])
+    ends.sort(key=lambda e: e[0])
+    gap = 0.042 * (y_hi - y_lo)
+    pos = [e[0] for e in ends]
+    for _ in range(50):
+        moved = False
+        for i in range(1, len(pos)):
+            if pos[i] - pos[i - 1] < gap:
+                mid = (pos[i] + pos[i - 1]) / 2
+                pos[i - 1], pos[i] = mid - gap / 2, mid + gap / 2
+                moved = True
+        if not moved:
+            break
+    for (fy, fx, rec), py in zip(ends, pos):
+        zx.annotate(f"{kernel_label(rec['key'], short=True)} {fy:.0f}", xy=(fx, fy), xytext=(fx * 1.9, py),
+                    fontsize=7.5, color=kernel_color(rec["key"]), va="center", fontweight="bold",
+                    arrowprops={"arrowstyle": "-", "color": "#aaaaaa", "lw": 0.6})
+    zx.set_xlabel("arithmetic intensity (FLOP/byte, log)")
+    zx.set_ylabel("performance (TFLOP/s, linear)")
+    zx.set_title("zoom: the crowded kernels (linear FLOP/s)", fontsize=9, loc="left")
+    zx.grid(True, which="major", color="#e0e0e0", lw=0.6)
+    zx.set_axisbelow(True)
+    from matplotlib.patches import Rectangle as _Rect
+    ax.add_patch(_Rect((x_lo, y_lo), x_hi - x_lo, y_hi - y_lo, fill=False, ec="#888888", lw=0.8, ls="--",
+                       zorder=3, gid="zoom-box"))
+    ax.text(x_hi, y_hi, "zoom \u2192", fontsize=7, color="#666666", ha="right", va="bottom")
 
 
 # --------------------------------------------------------------------------- stalls
 def _reason_style(reason: str) -> dict:
     fam = REASON_FAMILY.get(reason, "other")
-    style = {"color": REASON_COLORS.get(reason, "#cccccc"), "edgecolor": "white", "linewidth": 0.4}
+    style = {"facecolor": REASON_COLORS.get(reason, "#cccccc"), "edgecolor": "white", "linewidth": 0.4}
     if fam == SMEM_FAMILY:
         style.update(hatch=SMEM_HATCH, edgecolor="#dbe9f6")
     return style
@@ -342,8 +508,9 @@ def plot_stalls(stall_frame: pd.DataFrame, ident: pd.DataFrame | None = None, ro
     reasons = list(stall_frame["reason"].cat.categories) if hasattr(stall_frame["reason"], "cat") \
         else list(dict.fromkeys(stall_frame["reason"]))
     present = [r for r in reasons if (stall_frame.loc[stall_frame["reason"] == r, value].fillna(0) > 0).any()]
-    fig = _new_fig(11.0, 6.2)
-    ax = fig.add_axes([0.075, 0.2, 0.63, 0.68])
+    fig = _new_fig(12.5, 8.4)
+    ax = fig.add_axes([0.07, 0.47, 0.62, 0.42])
+    sx = fig.add_axes([0.07, 0.13, 0.62, 0.25], sharex=ax)
     x = np.arange(len(L))
     totals = []
     for i, rec in enumerate(L.to_dict("records")):
@@ -358,13 +525,44 @@ def plot_stalls(stall_frame: pd.DataFrame, ident: pd.DataFrame | None = None, ro
             ax.bar(x[i], v, bottom=bottom, width=0.72, gid=f"stall:{rec['sid']}:{r}", **_reason_style(r))
             bottom += v
         totals.append(bottom)
-        ax.text(x[i], bottom, f"{bottom:.2f}" if bottom else "n/a", ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(x, [lab.replace(" ", "\n", 1) for lab in L["label"]], fontsize=7.5)
-    for t, k in zip(ax.get_xticklabels(), L["key"]):
+        # lower panel: the same segments as shares of the bar, so short bars stay readable
+        b2 = 0.0
+        for r in present:
+            v = vals.get(r, math.nan)
+            if pd.isna(v) or v <= 0 or not bottom:
+                continue
+            sx.bar(x[i], 100 * v / bottom, bottom=b2, width=0.72, gid=f"stallshare:{rec['sid']}:{r}",
+                   **_reason_style(r))
+            b2 += 100 * v / bottom
+        smem = sum(vals.get(r, 0) or 0 for r in STALL_FAMILIES[SMEM_FAMILY] if not pd.isna(vals.get(r, 0)))
+        if bottom:
+            sx.text(x[i], 101, f"{100 * smem / bottom:.0f}%", ha="center", va="bottom", fontsize=7,
+                    color=REASON_COLORS["mio_throttle"])
+    # one bar far above the rest (kernel 1's bank conflicts) is clipped, its total printed
+    ordered = sorted(totals)
+    cap = None
+    if len(ordered) >= 3 and ordered[-1] > 2.5 * ordered[-2]:
+        cap = ordered[-2] * 1.45
+    for i, t in enumerate(totals):
+        if cap is not None and t > cap:
+            ax.text(x[i], cap * 0.985, f"{t:.2f}\n(clipped)", ha="center", va="top", fontsize=8, fontweight="bold",
+                    color="white", bbox={"boxstyle": "round,pad=0.2", "fc": "#333333", "ec": "none"})
+            ax.plot([x[i] - 0.42, x[i] + 0.42], [cap * 0.74, cap * 0.77], color="white", lw=3, zorder=6)
+        else:
+            ax.text(x[i], t, f"{t:.2f}" if t else "n/a", ha="center", va="bottom", fontsize=8)
+    sx.set_xticks(x, [s + ("\n" + KERNEL_TICKS[k] if k in KERNEL_TICKS else "") for s, k in zip(L["short"], L["key"])],
+                  fontsize=7.5)
+    for t, k in zip(sx.get_xticklabels(), L["key"]):
         t.set_color(kernel_color(k) if k != "7" else "#6b8e23")
     ax.set_ylabel("warp cycles per issued instruction\n(avg. warps in each state per issue)" if value == "per_issue"
                   else "share of warp cycles")
-    ax.set_ylim(0, max(totals + [1.0]) * 1.1)
+    ax.set_ylim(0, cap if cap is not None else max(totals + [1.0]) * 1.1)
+    ax.tick_params(axis="x", labelbottom=False)
+    sx.set_ylim(0, 108)
+    sx.set_ylabel("share of warp cycles (%)\nlabel: shared-mem./MIO share", fontsize=8)
+    sx.grid(True, axis="y", color="#e6e6e6", lw=0.6)
+    sx.set_axisbelow(True)
+    sx.spines[["top", "right"]].set_visible(False)
     ax.grid(True, axis="y", color="#e6e6e6", lw=0.6)
     ax.set_axisbelow(True)
     ax.spines[["top", "right"]].set_visible(False)
@@ -374,7 +572,7 @@ def plot_stalls(stall_frame: pd.DataFrame, ident: pd.DataFrame | None = None, ro
         mem = [r for r in members if r in present]
         if not mem:
             continue
-        handles.append(Patch(color="none", label=fam))
+        handles.append(Patch(color="none", label=fam + (" (hatched)" if fam == SMEM_FAMILY else "")))
         for r in mem:
             lab = r + (" (issuing, not a stall)" if r == "selected" else "")
             handles.append(Patch(label=lab, **{k: v for k, v in _reason_style(r).items() if k != "linewidth"}))
@@ -384,15 +582,14 @@ def plot_stalls(stall_frame: pd.DataFrame, ident: pd.DataFrame | None = None, ro
         handles += [Patch(label=r, **_reason_style(r)) for r in extra]
     leg = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.02), fontsize=7.5,
                     frameon=False, handlelength=1.6, title="stall reason by family", title_fontsize=8.5)
-    fams = set(STALL_FAMILIES) | {"other"}
     for t, h in zip(leg.get_texts(), handles):
-        if t.get_text() in fams and h.get_facecolor()[3] == 0:
+        if h.get_facecolor()[3] == 0:
             t.set_fontweight("bold")
-    fig.suptitle("Warp stall reasons per kernel (Nsight Compute WarpStateStats)", x=0.075, ha="left",
+    fig.suptitle("Warp stall reasons per kernel (Nsight Compute WarpStateStats)", x=0.07, ha="left",
                  fontsize=12, fontweight="bold", y=0.975)
     if ident is not None:
-        fig.text(0.075, 0.905, context_line(ident, roof, reports=L["report"].unique()), fontsize=9, color="#333333")
-    fig.text(0.075, 0.015, "Bar height = sum over reasons of smsp__average_warps_issue_stalled_<reason>_per_issue_active"
+        fig.text(0.07, 0.935, context_line(ident, roof, reports=L["report"].unique()), fontsize=9, color="#333333")
+    fig.text(0.07, 0.012, "Bar height = sum over reasons of smsp__average_warps_issue_stalled_<reason>_per_issue_active"
              " = average warp latency per issued instruction (includes 'selected', the issuing warp).\n"
              "Hatched blue = shared-memory/MIO family (mio_throttle: MIO queue full; short_scoreboard: waiting on "
              "shared memory/ldmatrix/MUFU results).", fontsize=7, color="#444444")
@@ -403,8 +600,12 @@ def plot_stall_lines(source: pd.DataFrame, top: pd.DataFrame, *, title: str, con
                      sass_width: int = 44) -> Figure:
     """Top SASS instructions by stall samples, stacked by PC-sampling reason."""
     n = max(len(top), 1)
-    fig = _new_fig(11.0, 1.6 + 0.36 * n)
-    ax = fig.add_axes([0.38, 0.9 / (1.6 + 0.36 * n) + 0.04, 0.40, 1 - (1.5 / (1.6 + 0.36 * n)) - 0.04])
+    two_line = "location" in top and bool((top["location"].fillna("") != "").any())
+    row_in = 0.5 if two_line else 0.34
+    top_in, bottom_in = 0.85, 0.6
+    height = top_in + bottom_in + row_in * n
+    fig = _new_fig(11.0, height)
+    ax = fig.add_axes([0.38, bottom_in / height, 0.40, row_in * n / height])
     if top.empty:
         ax.text(0.5, 0.5, "no PC-sampling stall data in this report", ha="center", va="center",
                 transform=ax.transAxes)
@@ -430,8 +631,16 @@ def plot_stall_lines(source: pd.DataFrame, top: pd.DataFrame, *, title: str, con
                     used.append(r)
             ax.text(left, y[i], f" {100 * rec['share']:.1f}%", va="center", fontsize=7.5)
         labels = []
+        base = int(source["pc"].min()) if len(source) else 0
+        end = int(source["pc"].max()) if len(source) else 0
+
+        def rel(m):  # absolute branch targets inside the function -> offsets like the PCs
+            v = int(m.group(0), 16)
+            return f"+{v - base:#07x}" if base <= v <= end + 16 else m.group(0)
+
         for rec in top.to_dict("records"):
-            s = rec["sass"] if len(rec["sass"]) <= sass_width else rec["sass"][: sass_width - 1] + "\u2026"
+            txt = re.sub(r"0x[0-9a-fA-F]{9,}", rel, rec["sass"])
+            s = txt if len(txt) <= sass_width else txt[: sass_width - 1] + "\u2026"
             loc = rec.get("location") or ""
             if loc:
                 f, _, ln = loc.rpartition(":")
@@ -449,9 +658,9 @@ def plot_stall_lines(source: pd.DataFrame, top: pd.DataFrame, *, title: str, con
                            for r in canon_used],
                   loc="upper left", bbox_to_anchor=(1.08, 1.0), fontsize=7.5, frameon=False, title="reason",
                   title_fontsize=8)
-    fig.suptitle(title, x=0.02, ha="left", fontsize=11.5, fontweight="bold", y=0.995, va="top")
+    fig.suptitle(title, x=0.02, ha="left", fontsize=11.5, fontweight="bold", y=1 - 0.1 / height, va="top")
     if context:
-        fig.text(0.02, 1 - 0.42 / (1.6 + 0.36 * n), context, fontsize=8.5, color="#333333", va="top")
+        fig.text(0.02, 1 - 0.42 / height, context, fontsize=8.5, color="#333333", va="top")
     return fig
 
 
@@ -461,8 +670,8 @@ def plot_pipes(pipe_frame: pd.DataFrame, ident: pd.DataFrame | None = None, roof
     """Grouped bars: one group per pipe (+ issue slots), one bar per launch (kernel colours)."""
     sub = pipe_frame[pipe_frame["category"].isin(["utilization", "issue"])]
     L = launches(sub)
-    fig = _new_fig(11.0, 5.4)
-    ax = fig.add_axes([0.07, 0.2, 0.72, 0.66])
+    fig = _new_fig(12.0, 5.4)
+    ax = fig.add_axes([0.07, 0.2, 0.66, 0.66])
     n = max(len(L), 1)
     width = 0.84 / n
     groups = np.arange(len(names))
@@ -474,6 +683,10 @@ def plot_pipes(pipe_frame: pd.DataFrame, ident: pd.DataFrame | None = None, roof
         ok = [not pd.isna(v) for v in h]
         ax.bar(xs[ok], np.asarray(h, float)[ok], width=width * 0.92, color=kernel_color(rec["key"]),
                label=rec["label"], gid=f"pipe:{rec['sid']}")
+        for xv, hv, good in zip(xs, h, ok):  # values: neighbouring viridis shades look alike
+            if good:
+                ax.text(xv, hv + 0.8, f"{hv:.0f}", ha="center", va="bottom", fontsize=5.8, rotation=90,
+                        color="#333333")
     ax.set_xticks(groups, [PIPE_LABELS.get(p, p) for p in names])
     ax.set_ylabel("% of peak sustained (active cycles)")
     ax.set_ylim(0, 100)
@@ -495,54 +708,129 @@ def plot_pipes(pipe_frame: pd.DataFrame, ident: pd.DataFrame | None = None, roof
 
 
 # --------------------------------------------------------------------------- bench
-def plot_progression(bench: pd.DataFrame, headline: pd.DataFrame, *, gpu: str = "", method: str = "") -> Figure:
-    """Left: TFLOP/s vs sequence length per target. Right: % of FA2 (harmonic mean over S).
+def _spread_labels(ys: list[float], gap: float) -> list[float]:
+    """Positions for labels at ``ys`` pushed apart to at least ``gap`` (same order)."""
+    order = sorted(range(len(ys)), key=lambda i: ys[i])
+    pos = [ys[i] for i in order]
+    for _ in range(100):
+        moved = False
+        for i in range(1, len(pos)):
+            if pos[i] - pos[i - 1] < gap - 1e-9:
+                mid = (pos[i] + pos[i - 1]) / 2
+                pos[i - 1], pos[i] = mid - gap / 2, mid + gap / 2
+                moved = True
+        if not moved:
+            break
+    out = [0.0] * len(ys)
+    for k, i in enumerate(order):
+        out[i] = pos[k]
+    return out
 
-    ``bench``: rows target, seq, tflops (one per target and S). ``headline``: rows target,
-    hm_tflops, pct_of_ref_hm (from the figures driver)."""
-    fig = _new_fig(12.0, 5.6)
-    ax = fig.add_axes([0.06, 0.19, 0.44, 0.66])
-    bx = fig.add_axes([0.67, 0.19, 0.30, 0.66])
+
+def plot_progression(bench: pd.DataFrame, headline: pd.DataFrame, *, gpu: str = "", method: str = "",
+                     batch: str = "", pct_col: str = "pct_of_ref") -> Figure:
+    """Left: TFLOP/s vs sequence length per target. Middle: % of FA2 at each S (from the
+    bench's ``pct_col``), focused on the kernels near FA2; targets off that scale are
+    named at the edge. Right: headline % of FA2 (harmonic mean over S) and at one S.
+
+    ``bench``: rows target, seq, tflops, ``pct_col``. ``headline``: rows target,
+    hm_tflops, pct_of_ref_hm, optionally pct_at_seq/at_seq (from ``analysis.bench``)."""
+    fig = _new_fig(15.0, 6.8)
+    ax = fig.add_axes([0.05, 0.28, 0.27, 0.57])
+    px = fig.add_axes([0.38, 0.28, 0.27, 0.57])
+    bx = fig.add_axes([0.745, 0.28, 0.215, 0.57])
     targets = sorted(bench["target"].astype(str).unique(), key=kernel_rank)
+    seqs = sorted(bench["seq"].unique())
     for t in targets:
         s = bench[bench["target"].astype(str) == t].sort_values("seq")
         anchor = t in ANCHORS
         ax.plot(s["seq"], s["tflops"], color=kernel_color(t), marker="o", ms=4, lw=2.0 if anchor else 1.5,
                 ls="--" if anchor else "-", label=kernel_label(t), gid=f"bench:{t}")
-    ax.set_xscale("log", base=2)
-    seqs = sorted(bench["seq"].unique())
-    ax.set_xticks(seqs, [str(int(s)) for s in seqs])
-    ax.minorticks_off()
-    ax.set_xlabel("sequence length S")
+    for a in (ax, px):
+        a.set_xscale("log", base=2)
+        a.set_xticks(seqs, [str(int(v)) for v in seqs], fontsize=8)
+        a.minorticks_off()
+        a.set_xlabel("sequence length S")
+        a.grid(True, color="#e6e6e6", lw=0.6)
+        a.spines[["top", "right"]].set_visible(False)
     ax.set_ylabel("TFLOP/s (4·B·H·S²·d / median time)")
     ax.set_ylim(0, bench["tflops"].max() * 1.08)
-    ax.grid(True, color="#e6e6e6", lw=0.6)
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5, frameon=False)
+    ax.set_title("throughput", fontsize=9.5, loc="left")
 
+    # ---- % of FA2 per S, scale fitted to the targets between 50 % and 130 %
+    has_pct = pct_col in bench.columns
+    if has_pct:
+        per = {t: bench[bench["target"].astype(str) == t].sort_values("seq") for t in targets}
+        near = [t for t in targets if t != "ref" and 50 <= per[t][pct_col].median() <= 130]
+        vals = pd.concat([per[t][pct_col] for t in near] + [pd.Series([100.0])])
+        lo, hi = math.floor(vals.min() / 5) * 5 - 5, math.ceil(vals.max() / 5) * 5 + 5
+        px.set_ylim(lo, hi)
+        px.axhline(100, color=kernel_color("ref"), lw=1.4, ls="--", gid="bench-pct:ref")
+        ends, names, colors = [], [], []
+        off = []
+        for t in targets:
+            if t == "ref":
+                continue
+            s = per[t]
+            if t in near:
+                px.plot(s["seq"], s[pct_col], color=kernel_color(t), marker="o", ms=3.5, lw=1.5,
+                        ls="--" if t in ANCHORS else "-", gid=f"bench-pct:{t}")
+                ends.append(float(s[pct_col].iloc[-1]))
+                names.append(f"{kernel_label(t, short=True)} {float(s[pct_col].iloc[-1]):.0f}%")
+                colors.append(kernel_color(t))
+            else:
+                off.append((t, float(s[pct_col].median())))
+        pos = _spread_labels(ends, 0.045 * (hi - lo))
+        x_end = seqs[-1]
+        for y0, y1, n, c in zip(ends, pos, names, colors):
+            px.annotate(n, xy=(x_end, y0), xytext=(x_end * 1.25, y1), fontsize=7.5, color=c, va="center",
+                        fontweight="bold", annotation_clip=False,
+                        arrowprops={"arrowstyle": "-", "color": "#bbbbbb", "lw": 0.6})
+        px.text(seqs[0], 100, " FA2 = 100%", fontsize=7.5, va="bottom", ha="left", color=kernel_color("ref"))
+        for j, (t, med) in enumerate(off):  # off-scale targets: named at the edge they lie beyond
+            top_edge = med > hi
+            arrow = "\u2191" if top_edge else "\u2193"
+            px.text(0.02 + 0.5 * (j % 2), 0.985 if top_edge else 0.015,
+                    f"{arrow} {kernel_label(t, short=True)} \u2248{med:.0f}% (off scale)",
+                    transform=px.transAxes, fontsize=7.5, color=kernel_color(t), va="top" if top_edge else "bottom",
+                    fontweight="bold")
+        px.set_ylabel("% of FA2 at the same S")
+        px.set_title("relative to FA2 (same S, same session)", fontsize=9.5, loc="left")
+    else:
+        px.set_axis_off()
+
+    # ---- headline bars
     h = headline.copy()
     h["target"] = h["target"].astype(str)
     h = h.sort_values("target", key=lambda c: c.map(kernel_rank))
     y = np.arange(len(h))
     bx.barh(y, h["pct_of_ref_hm"], color=[kernel_color(t) for t in h["target"]], height=0.7, gid="headline")
-    for yi, (v, tf) in enumerate(zip(h["pct_of_ref_hm"], h["hm_tflops"])):
-        bx.text(v + 2, yi, f"{v:.1f}%  ({tf:.0f} TF/s)", va="center", fontsize=7.5)
+    at_seq = int(h["at_seq"].dropna().iloc[0]) if "at_seq" in h and h["at_seq"].notna().any() else None
+    for yi, rec in enumerate(h.to_dict("records")):
+        v = rec["pct_of_ref_hm"]
+        txt = f"{v:.1f}%  ({rec['hm_tflops']:.0f} TF/s)"
+        if at_seq is not None and not pd.isna(rec.get("pct_at_seq", math.nan)):
+            txt += f"\n@S={at_seq}: {rec['pct_at_seq']:.1f}%"
+        bx.text(max(v, 100) + 3, yi, txt, va="center", fontsize=7, linespacing=1.1)  # clear of the 100% line
     bx.axvline(100, color=kernel_color("ref"), lw=1.0, ls="--")
-    bx.text(100, -0.9, "FA2 = 100%", fontsize=7, ha="center", va="bottom")
     bx.set_yticks(y, [kernel_label(t, short=True) for t in h["target"]])
+    for tl, t in zip(bx.get_yticklabels(), h["target"]):
+        tl.set_color(kernel_color(t) if t != "7" else "#6b8e23")
     bx.invert_yaxis()
-    bx.set_xlim(0, max(h["pct_of_ref_hm"].max() * 1.35, 130))
+    bx.set_xlim(0, max(h["pct_of_ref_hm"].max() * 1.45, 140))
     bx.set_xlabel("% of FA2 (harmonic mean of TFLOP/s over S)")
     bx.spines[["top", "right"]].set_visible(False)
-    bx.set_title("headline: % of FA2", fontsize=9.5, loc="left")
-    fig.suptitle("Kernel progression: throughput vs sequence length", x=0.06, ha="left", fontsize=12,
+    bx.set_title("headline: % of FA2 (dashed = 100%)", fontsize=9.5, loc="left")
+    ax.legend(loc="upper left", bbox_to_anchor=(-0.05, -0.14), ncol=3, fontsize=7, frameon=False)
+
+    fig.suptitle("Kernel progression: throughput vs sequence length", x=0.05, ha="left", fontsize=12,
                  fontweight="bold", y=0.975)
     dt = "/".join(sorted(bench["dtype"].astype(str).unique())) if "dtype" in bench else ""
     d = "/".join(str(int(v)) for v in sorted(bench["d_head"].unique())) if "d_head" in bench else "?"
     hds = "/".join(str(int(v)) for v in sorted(bench["heads"].unique())) if "heads" in bench else "?"
-    fig.text(0.06, 0.905, f"{gpu} \u00b7 H{hds} d{d} \u00b7 {dt} \u00b7 batch per S as benched (B16 for S\u22644096, "
-             "fewer above) \u00b7 SM clock not locked (clock-control none)", fontsize=9, color="#333333")
-    fig.text(0.06, 0.015, method, fontsize=7, color="#444444")
+    fig.text(0.05, 0.915, f"{gpu} \u00b7 H{hds} d{d} \u00b7 {dt} \u00b7 {batch or 'batch per S as benched'} \u00b7 "
+             "SM clock not locked (boost, clock-control none)", fontsize=9, color="#333333")
+    fig.text(0.05, 0.012, textwrap.fill(method, 230), fontsize=7, color="#444444")
     return fig
 
 
@@ -556,7 +844,7 @@ def plot_sass_mix(deltas: pd.DataFrame, *, top_n: int = 8, title_note: str = "",
     nrows = max(1, math.ceil(len(pairs) / ncols))
     fig = _new_fig(12.0, 1.2 + 2.9 * nrows)
     axes = fig.subplots(nrows, ncols, squeeze=False)
-    fig.subplots_adjust(left=0.07, right=0.98, top=1 - 0.95 / (1.2 + 2.9 * nrows), bottom=0.55 / (1.2 + 2.9 * nrows),
+    fig.subplots_adjust(left=0.07, right=0.98, top=1 - 1.1 / (1.2 + 2.9 * nrows), bottom=0.55 / (1.2 + 2.9 * nrows),
                         wspace=0.42, hspace=0.55)
     for ax, (a, b) in zip(axes.flat, pairs):
         d = deltas[(deltas["a"].astype(str) == a) & (deltas["b"].astype(str) == b)]
@@ -568,7 +856,7 @@ def plot_sass_mix(deltas: pd.DataFrame, *, top_n: int = 8, title_note: str = "",
                 gid=f"sass:{a}->{b}")
         ax.axvline(0, color="#333333", lw=0.8)
         ax.set_yticks(y, d["opcode"], fontsize=7.5, family="monospace")
-        lim = max(d["delta"].abs().max() if len(d) else 1, 1) * 1.45
+        lim = max(d["delta"].abs().max() if len(d) else 1, 1) * 1.75
         ax.set_xlim(-lim, lim)
         for yi, (v, ca, cb) in enumerate(zip(d["delta"], d["count_a"], d["count_b"])):
             ax.text(v + (lim * 0.03 if v > 0 else -lim * 0.03), yi, f"{int(ca)}\u2192{int(cb)}", va="center",
@@ -581,7 +869,14 @@ def plot_sass_mix(deltas: pd.DataFrame, *, top_n: int = 8, title_note: str = "",
         ax.tick_params(axis="x", labelsize=7)
         ax.spines[["top", "right"]].set_visible(False)
         if not len(d):
-            ax.text(0.5, 0.5, "no opcode changes", transform=ax.transAxes, ha="center", fontsize=8)
+            ax.text(0.5, 0.5, "identical static opcode counts\n(the step changed scheduling/operands,\n"
+                    "not the instruction mix)", transform=ax.transAxes, ha="center", va="center", fontsize=8,
+                    color="#555555")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_xlabel("")
+            ax.lines[0].set_visible(False)
+            ax.spines[["left", "bottom"]].set_visible(False)
     for ax in list(axes.flat)[len(pairs):]:
         ax.set_visible(False)
     fig.suptitle("SASS instruction mix: what each step changed in the binary", x=0.07, ha="left", fontsize=12,
@@ -596,9 +891,9 @@ def plot_sass_mix(deltas: pd.DataFrame, *, top_n: int = 8, title_note: str = "",
 def plot_bank_conflicts(banks: pd.DataFrame, ident: pd.DataFrame | None = None, roof: pd.DataFrame | None = None) -> Figure:
     """n-way shared-memory bank conflict degree (ld, st) and ldmatrix count per launch."""
     L = launches(banks)
-    fig = _new_fig(10.0, 4.2)
-    a1 = fig.add_axes([0.07, 0.22, 0.52, 0.6])
-    a2 = fig.add_axes([0.70, 0.22, 0.28, 0.6])
+    fig = _new_fig(10.0, 4.4)
+    a1 = fig.add_axes([0.1, 0.2, 0.5, 0.56])
+    a2 = fig.add_axes([0.72, 0.2, 0.26, 0.56])
     x = np.arange(len(L))
     w = 0.38
     ymax = 1.0
@@ -612,13 +907,15 @@ def plot_bank_conflicts(banks: pd.DataFrame, ident: pd.DataFrame | None = None, 
                 a1.text(x[i] + off, 1.0, "n/a", ha="center", fontsize=6.5)
                 continue
             a1.bar(x[i] + off, val, width=w * 0.95, color=c, hatch=hatch, edgecolor="white", gid=f"bank:{rec['sid']}:{op}")
-            a1.text(x[i] + off, val, f"{val:.2f}", ha="center", va="bottom", fontsize=6.5)
+            a1.text(x[i] + off, val + 0.05, f"{val:.2f}", ha="center", va="bottom", fontsize=6.3, rotation=90)
             ymax = max(ymax, val)
         ld = s["ldsm_inst"].dropna()
         if len(ld):
             a2.bar(x[i], ld.iloc[0] / 1e6, color=c, width=0.7, gid=f"ldsm:{rec['sid']}")
+            if ld.iloc[0] == 0:
+                a2.text(x[i], 2, "0: no\nldmatrix", ha="center", va="bottom", fontsize=6, rotation=90)
     a1.axhline(1.0, color="#333333", lw=0.8, ls="--")
-    a1.set_ylim(0, ymax * 1.18)
+    a1.set_ylim(0, ymax * 1.25)
     a1.set_xticks(x, L["short"], fontsize=8)
     a1.set_ylabel("wavefronts per ideal wavefront\n(n-way; 1.0 = conflict-free)", fontsize=8)
     a1.set_title("shared-memory bank conflicts (solid: loads, hatched: stores)", fontsize=9, loc="left")
@@ -632,10 +929,105 @@ def plot_bank_conflicts(banks: pd.DataFrame, ident: pd.DataFrame | None = None, 
     fig.suptitle("Swizzling's effect: shared-memory bank conflicts and ldmatrix traffic", x=0.07, ha="left",
                  fontsize=11.5, fontweight="bold", y=0.975)
     if ident is not None:
-        fig.text(0.07, 0.885, context_line(ident, roof, reports=L["report"].unique()), fontsize=8.5, color="#333333")
+        fig.text(0.07, 0.875, context_line(ident, roof, reports=L["report"].unique()), fontsize=8.5, color="#333333")
     fig.text(0.07, 0.02, "n-way = l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st} / (wavefronts - "
              "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}); ldmatrix = smsp__inst_executed_op_ldsm.",
              fontsize=6.8, color="#444444")
+    return fig
+
+
+# --------------------------------------------------------------------------- autotune
+_CATEGORY_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666",
+                    "#1f78b4", "#b2df8a")
+
+
+def plot_autotune(table: pd.DataFrame, importance: pd.DataFrame, prune: pd.DataFrame | None = None, *,
+                  color_by: str | None = None, context: str = "", value: str = "pct_of_ref_hm") -> Figure:
+    """Autotune sweep: every timed candidate ranked by harmonic-mean TFLOP/s (bars, % of
+    FA2), coloured by the parameter that explains most of the spread (``importance``'s
+    first row unless ``color_by``); the winner and the seed's RTX 3090 configuration
+    marked. Side panels: the spread each parameter explains, static pruning counts.
+
+    ``table``/``importance``/``prune``: ``analysis.bench.autotune_table`` /
+    ``parameter_importance`` / ``static_prune_counts``."""
+    t = table.dropna(subset=[value]).sort_values("rank").reset_index(drop=True)
+    param = color_by or (str(importance["param"].iloc[0]) if len(importance) else "tile")
+    plabel = dict(zip(importance["param"], importance["label"])).get(param, param)
+    fig = _new_fig(14.0, 6.6)
+    ax = fig.add_axes([0.055, 0.15, 0.60, 0.70])
+    ix = fig.add_axes([0.75, 0.56, 0.225, 0.29])
+    px = fig.add_axes([0.75, 0.15, 0.225, 0.25])
+    # categories ordered by their best candidate, so the legend reads like the ranking
+    cats = list(dict.fromkeys(t[param].astype(str)))
+    cmap = {c: _CATEGORY_COLORS[i % len(_CATEGORY_COLORS)] for i, c in enumerate(cats)}
+    x = np.arange(1, len(t) + 1)
+    ax.bar(x, t[value], width=0.9, color=[cmap[str(v)] for v in t[param]], gid="autotune:bars")
+    ax.axhline(100, color=kernel_color("ref"), lw=1.2, ls="--", gid="autotune:fa2")
+    ax.text(len(t) + 0.5, 100.4, "FA2 = 100% ", ha="right", va="bottom", fontsize=8, color=kernel_color("ref"))
+    lo = max(0.0, math.floor(t[value].min() / 10) * 10 - 10)
+    ax.set_ylim(lo, max(108.0, t[value].max() + 9))
+    ax.set_xlim(0, len(t) + 1)
+
+    def mark(row, label, gid, y_text, color):
+        xr, yr = float(row["rank"]), float(row[value])
+        ax.plot([xr], [yr + 0.6], marker="v", ms=8, color=color, gid=gid, zorder=5)
+        cfg = (f"B_r {row['B_r']}, B_c {row['B_c']}, {row['n_warps']} warps, {row['fragments']}, "
+               f"{'dbuf' if row['mma_double_buffer_loads'] else 'no dbuf'}, "
+               f"{'opt. softmax' if row['optimized_softmax'] else 'plain softmax'}")
+        ax.annotate(f"{label}: rank {int(xr)}, {row['hm_tflops']:.0f} TFLOP/s = {yr:.1f}% of FA2\n{cfg}",
+                    xy=(xr, yr + 1.2), xytext=(len(t) * 0.36, y_text), fontsize=7.5, color=color,
+                    fontweight="bold", va="center", arrowprops={"arrowstyle": "->", "color": color, "lw": 0.9})
+
+    win = t[t["winner"]] if "winner" in t else t.head(1)
+    if len(win):
+        mark(win.iloc[0], "winner (kernels/tuned.json)", "autotune:winner", 104.5, "#111111")
+    seed = t[t["seed_3090"]] if "seed_3090" in t else t.iloc[0:0]
+    if len(seed):
+        mark(seed.iloc[0], "seed's RTX 3090 winner config", "autotune:seed", 95.5, "#b2182b")
+    ax.set_xlabel("candidate, ranked by harmonic-mean TFLOP/s (1 = fastest)")
+    sq = sorted(int(c[len("tflops_s"):]) for c in t.columns if c.startswith("tflops_s"))
+    ax.set_ylabel("% of FA2 (harmonic mean over S = " + "/".join(map(str, sq)) + ")")
+    ax.grid(True, axis="y", color="#e6e6e6", lw=0.6)
+    ax.set_axisbelow(True)
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.legend(handles=[Patch(color=cmap[c], label=c) for c in cats], title=f"colour: {plabel}",
+              loc="upper right", bbox_to_anchor=(1.0, 0.72), fontsize=7.5, title_fontsize=8, frameon=True,
+              framealpha=0.9, ncol=2)
+
+    imp = importance.head(7).iloc[::-1]
+    ix.barh(np.arange(len(imp)), imp["eta2"], color=["#555555" if p != param else "#1b9e77" for p in imp["param"]],
+            gid="autotune:importance")
+    ix.set_yticks(np.arange(len(imp)), imp["label"], fontsize=7.5)
+    for yi, v in enumerate(imp["eta2"]):
+        ix.text(v + 0.01, yi, f"{v:.2f}", va="center", fontsize=7)
+    ix.set_xlim(0, 1.1)
+    ix.set_xlabel("share of the spread explained (\u03b7\u00b2)", fontsize=7.5)
+    ix.tick_params(axis="x", labelsize=7)
+    ix.set_title("which parameter matters", fontsize=9, loc="left")
+    ix.spines[["top", "right"]].set_visible(False)
+
+    if prune is not None and len(prune):
+        yy = np.arange(len(prune))
+        px.barh(yy, prune["count"], color=["#1b9e77" if k else "#bbbbbb" for k in prune["kept"]],
+                gid="autotune:prune")
+        px.set_yticks(yy, prune["reason"], fontsize=7.5)
+        px.invert_yaxis()
+        for yi, v in enumerate(prune["count"]):
+            px.text(v + 1, yi, str(int(v)), va="center", fontsize=7)
+        px.set_xlim(0, prune["count"].max() * 1.25)
+        px.set_xlabel("candidates (static check, before timing)", fontsize=7.5)
+        px.tick_params(axis="x", labelsize=7)
+        px.set_title(f"static pruning: {int(prune['count'].sum())} generated", fontsize=9, loc="left")
+        px.spines[["top", "right"]].set_visible(False)
+    else:
+        px.set_axis_off()
+    fig.suptitle(f"Kernel 7 auto-tuning sweep: {len(t)} timed candidates", x=0.055, ha="left", fontsize=12,
+                 fontweight="bold", y=0.975)
+    fig.text(0.055, 0.91, context, fontsize=9, color="#333333")
+    fig.text(0.055, 0.012, "Each candidate: median time per S; % of FA2 = harmonic mean of its TFLOP/s over S / "
+             "harmonic mean of FA2's TFLOP/s timed in the same run.\n\u03b7\u00b2 = between-group / total sum of "
+             "squares of harmonic-mean TFLOP/s when candidates are grouped by that parameter alone.",
+             fontsize=7, color="#444444")
     return fig
 
 
@@ -647,6 +1039,6 @@ def close(fig: Figure) -> None:
 __all__ = [
     "ANCHORS", "CONVENTION_NOTE", "DPI", "KERNEL_IDS", "KERNEL_NAMES", "KERNEL_ORDER", "REASON_COLORS",
     "context_line", "kernel_color", "kernel_key", "kernel_label", "kernel_rank", "launches",
-    "plot_bank_conflicts", "plot_pipes", "plot_progression", "plot_roofline", "plot_sass_mix",
+    "plot_autotune", "plot_bank_conflicts", "plot_pipes", "plot_progression", "plot_roofline", "plot_sass_mix",
     "plot_stall_lines", "plot_stalls",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
@@ -151,3 +152,59 @@ def test_kernel_identity_and_colours():
     colours = [plots.kernel_color(k) for k in plots.KERNEL_ORDER]
     assert len({str(c) for c in colours}) == len(colours)  # all distinct
     assert sorted(["cudnn", "7", "ref", "1"], key=plots.kernel_rank) == ["1", "7", "ref", "cudnn"]
+
+
+def test_overlay_zoom_panel_separates_the_crowd(roof, ident):
+    # three near-equal series (copies of ref at 1.00x, 1.05x, 1.10x) form a crowd
+    copies = []
+    for i, f in enumerate((1.0, 1.05, 1.10)):
+        c = roof[roof["report"] == "ref"].copy()
+        c["report"] = f"kernel{i + 2}"
+        c["variant"] = str(i + 2)
+        c["flops_tensor"] *= f
+        c["ai_tensor"] *= f
+        copies.append(c)
+    r = pd.concat([roof] + copies, ignore_index=True)
+    fig = plots.plot_roofline(r, ident)
+    main, zoom = fig.axes[0], fig.axes[1]
+    assert main.get_xscale() == "log" and main.get_yscale() == "log"
+    assert zoom.get_xscale() == "log" and zoom.get_yscale() == "linear"
+    zs = {g[len("zoom:"):]: ln for g, ln in _by_gid(zoom, "zoom:series:").items()}
+    assert {"series:ref#0", "series:kernel2#0", "series:kernel3#0", "series:kernel4#0"} <= set(zs)
+    for gid, line in zs.items():  # zoom draws the same data as the main panel
+        x, y = line.get_data()
+        mx, my = _by_gid(main, gid)[gid].get_data()
+        assert np.allclose(x, mx) and np.allclose(y, my)
+    _no_nan_lines(zoom)
+    # no zoom for a single report
+    assert len(plots.plot_roofline(roof, ident, ["ref"]).axes) == 1
+
+
+def test_stall_share_panel_sums_to_100(full_frame, ident, roof):
+    st = stalls(full_frame)
+    ax = plots.plot_stalls(st, ident, roof).axes[1]
+    bars = _by_gid(ax, "stallshare:", kind=Rectangle)
+    for report in ("ref", "cudnn"):
+        assert sum(b.get_height() for g, b in bars.items() if g.startswith(f"stallshare:{report}#0:")) == \
+            pytest.approx(100.0)
+
+
+def test_autotune_plot_marks_winner_seed_and_fa2():
+    import json
+    from analysis import bench as B
+    rows = []
+    for slug, br, bc, w, tf in (("a", 128, 128, 8, 330.0), ("b", 64, 64, 4, 300.0), ("c", 64, 32, 4, 250.0)):
+        cfg = json.dumps({"B_r": br, "B_c": bc, "n_warps": w, "Q_mma_load_K_fragments": 0,
+                          "K_mma_load_K_fragments": 2, "V_mma_load_K_fragments": 0,
+                          "mma_double_buffer_loads": True, "optimized_softmax": True})
+        for s in (1024, 4096):
+            rows.append({"slug": slug, "seq": s, "tflops": tf, "ref_tflops": 340.0, "config": cfg})
+    t = B.autotune_table(pd.DataFrame(rows))
+    fig = plots.plot_autotune(t, B.parameter_importance(t))
+    ax = fig.axes[0]
+    bars = [p for p in ax.patches if p.get_gid() == "autotune:bars"]
+    assert [b.get_height() for b in bars] == pytest.approx(list(t["pct_of_ref_hm"]))
+    assert _by_gid(ax, "autotune:fa2")["autotune:fa2"].get_ydata()[0] == 100
+    win = _by_gid(ax, "autotune:winner")["autotune:winner"]
+    seed = _by_gid(ax, "autotune:seed")["autotune:seed"]
+    assert win.get_xdata()[0] == 1 and seed.get_xdata()[0] == 2
