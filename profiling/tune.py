@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import ctypes
+import io
 import itertools
 import json
 import os
@@ -154,8 +155,6 @@ def finished(csv_path: Path, dtype: str, seqs) -> set[str]:
 def append_rows(csv_path: Path, rows: list[dict]) -> None:
     """One write per config (O_APPEND): safe with one worker process per GPU."""
     new = not csv_path.exists()
-    import io
-
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=SWEEP_FIELDS)
     if new:
@@ -357,7 +356,9 @@ def run_workers(todo, seqs, args, csv_path, gpu_slug, say) -> None:
     if n_gpu <= 1 or os.environ.get("FLASHPROF_TUNE_WORKER"):
         sweep(todo, seqs, args.dtype, args.reps, args.warmup, csv_path, gpu_slug, lib_dir, progress=say)
         return
-    # One process per GPU, each sweeping every n-th candidate; rows go to the same CSV.
+    # One process per GPU, each sweeping every n-th candidate; rows go to the same CSV,
+    # whose header is written here first so that no two workers both think it is new.
+    append_rows(csv_path, [])
     procs = []
     for g in range(n_gpu):
         share = todo[g::n_gpu]
