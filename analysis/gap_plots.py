@@ -1,7 +1,9 @@
 """Plot stage for the gap model: frames from ``analysis.gap`` -> matplotlib Figures.
 
 Input: ``gap_table`` / ``pipe_shares`` / ``ceilings`` frames (no reports, no model math).
-Output: one ``Figure`` per call; nothing is written here. Artists tests read back carry a
+Output: one ``Figure`` per call; nothing is written here. Each plot takes an optional
+``title`` (bold, top left) and ``subtitle`` (a wrapped context line under it); the canvas
+grows to make room and the axes keep their size in inches. Artists tests read back carry a
 ``gid``: ``gap:<gpu_key>:<pred|obs>``, ``share:<gpu_key>:<pipe>``, ``ceiling:<gpu_key>:<kind>``.
 """
 from __future__ import annotations
@@ -28,7 +30,31 @@ def _color(key: str) -> str:
     return GPU_COLORS.get(key, "#333333")
 
 
-def plot_gap(table: pd.DataFrame) -> Figure:
+def _with_titles(fig: Figure, title: str | None, subtitle: str | None) -> Figure:
+    """Add a title / subtitle band above an already tight-laid-out figure."""
+    if not title and not subtitle:
+        return fig
+    import textwrap
+    width, height = fig.get_size_inches()
+    sub = textwrap.fill(subtitle, max(20, int(width * 15))) if subtitle else ""
+    n_sub = sub.count("\n") + 1 if sub else 0
+    band = 0.5 + (0.17 * n_sub + 0.1 if sub else 0.0)
+    total = height + band
+    fig.set_size_inches(width, total)
+    shrink = height / total
+    for ax in fig.axes:  # keep each axes' size in inches: scale its figure fractions
+        x0, y0, w, h = ax.get_position().bounds
+        ax.set_position([x0, y0 * shrink, w, h * shrink])
+    top = 1 - 0.12 / total
+    if title:
+        fig.text(0.01, top, title, fontsize=10.5, fontweight="bold", va="top", ha="left", gid="title")
+    if sub:
+        fig.text(0.01, 1 - (0.42 if title else 0.12) / total, sub, fontsize=7.5, color="#333333",
+                 va="top", ha="left", gid="subtitle")
+    return fig
+
+
+def plot_gap(table: pd.DataFrame, title: str | None = None, subtitle: str | None = None) -> Figure:
     """Predicted vs observed % of FA2 per kernel, one panel per GPU (bars: observed,
     markers: predicted with the fitted combination, hollow: pure max bound)."""
     t = table[table["target"] != "ref"]
@@ -52,10 +78,11 @@ def plot_gap(table: pd.DataFrame) -> Figure:
     axes[0].set_ylabel("% of FlashAttention-2 (S=4096)")
     axes[0].legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    return fig
+    return _with_titles(fig, title, subtitle)
 
 
-def plot_pipe_shares(shares: pd.DataFrame) -> Figure:
+def plot_pipe_shares(shares: pd.DataFrame, title: str | None = None,
+                     subtitle: str | None = None) -> Figure:
     """Stacked bars: each pipe's lower-bound time relative to the tensor time, per GPU
     (for one target, e.g. kernel 7). Bars above 1 are pipes that outlast the tensor work."""
     keys = list(dict.fromkeys(shares["gpu_key"]))
@@ -77,10 +104,11 @@ def plot_pipe_shares(shares: pd.DataFrame) -> Figure:
     ax.set_title(f"kernel {target}: pipe lower bounds relative to mma.sync time", fontsize=9)
     ax.legend(fontsize=7, ncol=4)
     fig.tight_layout()
-    return fig
+    return _with_titles(fig, title, subtitle)
 
 
-def plot_ceilings(ceil: pd.DataFrame) -> Figure:
+def plot_ceilings(ceil: pd.DataFrame, title: str | None = None,
+                  subtitle: str | None = None) -> Figure:
     """Three-GPU roofline: attainable tensor (mma.sync) FLOP/s vs FLOP per byte for DRAM and
     shared memory, plus the FP32 roof; log-log."""
     fig = Figure(figsize=(5.5, 4.0), dpi=150)
@@ -99,4 +127,4 @@ def plot_ceilings(ceil: pd.DataFrame) -> Figure:
     ax.set_ylabel("FLOP/s (mma.sync roof; dotted: FP32)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    return fig
+    return _with_titles(fig, title, subtitle)

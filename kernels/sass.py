@@ -3,12 +3,16 @@
 Input: a ``KernelConfig`` and a target arch. Output: a cached cubin of
 ``kernels/csrc/flash_fwd.cu`` with its ``ptxas -v`` log, and from those the register /
 spill / stack / shared-memory figures and the SASS opcode histogram of the fp16 or bf16
-instantiation. ``python -m kernels.sass data`` writes them for kernels 1-7 to
+instantiation (whole function and main loop). ``python -m kernels.sass data`` writes them for kernels 1-7 to
 ``reports/sass/*.csv`` so that figures never need a compiler.
 
     python -m kernels.sass 6 [--arch sm_90] [--dtype fp16|bf16] [--format table|json]
     python -m kernels.sass diff 5 6 [--arch sm_90]
     python -m kernels.sass data [--check]
+
+Besides the whole-function histogram, each kernel's main loop (the KV-block loop: the
+backward branch whose range holds the most HMMA) is counted on its own, [branch target,
+branch] inclusive: ``loop_opcodes`` in the JSON, ``reports/sass/opcodes_loop.csv``.
 """
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from kernels.config import KERNEL_IDS, ConfigError, KernelConfig, variant
+from kernels.config import KERNEL_IDS, ConfigError, KernelConfig, load_tuned, variant
 from kernels.toolchain import ToolchainError, find_toolchain
 
 PKG_DIR = Path(__file__).resolve().parent
@@ -97,8 +101,12 @@ def opcodes_path(cubin: Path) -> Path:
     return cubin.with_suffix(".opcodes.json")
 
 
+def loop_path(cubin: Path) -> Path:
+    return cubin.with_suffix(".loop.json")
+
+
 def _outputs(cubin: Path) -> tuple[Path, ...]:
-    return cubin, log_path(cubin), opcodes_path(cubin)
+    return cubin, log_path(cubin), opcodes_path(cubin), loop_path(cubin)
 
 
 def compile_cubin(cfg: KernelConfig, arch: str = "sm_90", *, force: bool = False) -> Path:
@@ -119,6 +127,7 @@ def compile_cubin(cfg: KernelConfig, arch: str = "sm_90", *, force: bool = False
                          f"{proc.returncode}:\n" + "\n".join(errors[:20])
                          + f"\ncommand: {' '.join(cmd)}")
     opcodes_path(out).unlink(missing_ok=True)  # disassembly of the old cubin, if any
+    loop_path(out).unlink(missing_ok=True)
     log_path(out).write_text(log)
     os.replace(tmp, out)
     return out
@@ -127,6 +136,7 @@ def compile_cubin(cfg: KernelConfig, arch: str = "sm_90", *, force: bool = False
 def _compile_job(job: tuple[KernelConfig, str]) -> Path:
     cubin = compile_cubin(*job)
     function_opcodes(cubin)  # disassemble in the worker too: cuobjdump is the slow half
+    function_loops(cubin)
     return cubin
 
 
@@ -201,25 +211,76 @@ def pick_function(names: Iterable[str], dtype: str) -> str:
 
 
 # ----------------------------------------------------------------------- SASS
-# "/*0a30*/  @!P0 HMMA.16816.F32 R4, R8, R12, R4 ;" -> "HMMA"
-_RE_INSN = re.compile(r"^\s*/\*[0-9a-fA-F]{4,}\*/\s+(.*?)\s*;")
+# "/*0a30*/  @!P0 HMMA.16816.F32 R4, R8, R12, R4 ;" -> (0x0a30, "HMMA", "R4, R8, R12, R4")
+_RE_INSN = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s+(.*?)\s*;")
 _RE_FUNC = re.compile(r"^\s*Function\s*:\s*(\S+)")
+_RE_HEX = re.compile(r"0x([0-9a-fA-F]+)")
+
+
+@dataclass(frozen=True)
+class Insn:
+    addr: int      # byte offset of the instruction in its function
+    opcode: str    # base opcode, predicate and modifiers stripped ("HMMA")
+    operands: str  # the rest of the instruction text ("R4, R8, R12, R4")
+
+
+def parse_insns(text: str) -> dict[str, list[Insn]]:
+    """Instructions, in address order, per function of ``cuobjdump --dump-sass`` text."""
+    out: dict[str, list[Insn]] = {}
+    cur: list[Insn] | None = None
+    for line in text.splitlines():
+        if m := _RE_FUNC.match(line):
+            cur = out.setdefault(m.group(1), [])
+        elif cur is not None and (m := _RE_INSN.match(line)):
+            toks = m.group(2).lstrip("{ ").split(None, 1)
+            if toks and toks[0].startswith("@"):
+                toks = toks[1].split(None, 1) if len(toks) > 1 else []
+            if toks:
+                cur.append(Insn(int(m.group(1), 16), toks[0].split(".")[0],
+                                toks[1] if len(toks) > 1 else ""))
+    return out
 
 
 def parse_sass(text: str) -> dict[str, Counter]:
     """Opcode histogram per function of ``cuobjdump --dump-sass`` text."""
-    out: dict[str, Counter] = {}
-    cur: Counter | None = None
-    for line in text.splitlines():
-        if m := _RE_FUNC.match(line):
-            cur = out.setdefault(m.group(1), Counter())
-        elif cur is not None and (m := _RE_INSN.match(line)):
-            toks = m.group(1).lstrip("{ ").split()
-            if toks and toks[0].startswith("@"):
-                toks = toks[1:]
-            if toks:
-                cur[toks[0].split(".")[0]] += 1
-    return out
+    return {fn: Counter(i.opcode for i in insns) for fn, insns in parse_insns(text).items()}
+
+
+def branch_target(insn: Insn) -> int | None:
+    """Target address of a direct ``BRA`` (the last hex literal of its operands), else None."""
+    if insn.opcode != "BRA":
+        return None
+    hits = _RE_HEX.findall(insn.operands)
+    return int(hits[-1], 16) if hits else None
+
+
+def find_main_loop(insns: Sequence[Insn], marker: str = "HMMA") -> tuple[int, int] | None:
+    """(first, last) address of the main loop: the backward branch whose range
+    [target, branch] holds the most ``marker`` instructions (the KV-block loop holds the
+    mma.sync work). Ties go to the wider range, i.e. an outer loop over an inner one that
+    holds the same HMMA. None if no backward branch encloses a marker instruction. A branch
+    to itself (the ``BRA`` trap after EXIT) is not a loop."""
+    addrs = [i.addr for i in insns]
+    marks = [i.addr for i in insns if i.opcode == marker]
+    best: tuple[int, int, int] | None = None  # (markers, width, -first) -> largest wins
+    span = None
+    for i in insns:
+        t = branch_target(i)
+        if t is None or t >= i.addr or t < addrs[0]:
+            continue
+        n = sum(t <= a <= i.addr for a in marks)
+        key = (n, i.addr - t, -t)
+        if n and (best is None or key > best):
+            best, span = key, (t, i.addr)
+    return span
+
+
+def loop_opcode_counts(insns: Sequence[Insn], marker: str = "HMMA") -> tuple[Counter, tuple[int, int] | None]:
+    """(opcode histogram of the main loop body, its address range); empty without a loop."""
+    span = find_main_loop(insns, marker)
+    if span is None:
+        return Counter(), None
+    return Counter(i.opcode for i in insns if span[0] <= i.addr <= span[1]), span
 
 
 def dump_sass(cubin: Path) -> str:
@@ -231,22 +292,52 @@ def dump_sass(cubin: Path) -> str:
     return proc.stdout
 
 
+def _disassemble(cubin: Path) -> None:
+    """One cuobjdump run -> both sidecars: whole-function and main-loop opcode histograms."""
+    per_fn = parse_insns(dump_sass(cubin))
+    kernel = {fn: Counter(i.opcode for i in insns) for fn, insns in per_fn.items()}
+    loop = {}
+    for fn, insns in per_fn.items():
+        counts, span = loop_opcode_counts(insns)
+        loop[fn] = None if span is None else {"start": span[0], "end": span[1],
+                                              "opcodes": dict(counts)}
+    for side, data in ((loop_path(cubin), loop), (opcodes_path(cubin), kernel)):
+        tmp = side.with_name(f".{side.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(data, sort_keys=True))
+        os.replace(tmp, side)
+
+
 def function_opcodes(cubin: Path) -> dict[str, Counter]:
     """Opcode histogram per function of ``cubin``, cached in a JSON file beside it."""
     side = opcodes_path(cubin)
-    if side.exists():
-        return {fn: Counter(c) for fn, c in json.loads(side.read_text()).items()}
-    per_fn = parse_sass(dump_sass(cubin))
-    tmp = side.with_name(f".{side.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(per_fn, sort_keys=True))
-    os.replace(tmp, side)
-    return per_fn
+    if not side.exists() or not loop_path(cubin).exists():
+        _disassemble(cubin)
+    return {fn: Counter(c) for fn, c in json.loads(side.read_text()).items()}
+
+
+def function_loops(cubin: Path) -> dict[str, dict | None]:
+    """Per function of ``cubin``: {"start", "end", "opcodes"} of its main loop (None if it
+    has none), cached in a JSON file beside it."""
+    side = loop_path(cubin)
+    if not side.exists() or not opcodes_path(cubin).exists():
+        _disassemble(cubin)
+    return json.loads(side.read_text())
 
 
 def opcode_counts(cubin: Path, dtype: str = "fp16") -> Counter:
     """SASS opcode -> count for the ``dtype`` kernel of ``cubin``."""
     per_fn = function_opcodes(cubin)
     return per_fn[pick_function(per_fn, dtype)]
+
+
+def loop_info(cubin: Path, dtype: str = "fp16") -> dict:
+    """Main loop of the ``dtype`` kernel of ``cubin``: {"start", "end", "opcodes"}."""
+    per_fn = function_loops(cubin)
+    fn = pick_function(per_fn, dtype)
+    info = per_fn[fn]
+    if info is None:
+        raise BuildError(f"{cubin.name}: no backward branch encloses an HMMA in {fn}")
+    return info
 
 
 # --------------------------------------------------------------------- report
@@ -265,6 +356,7 @@ def _report_from(n: int, cfg: KernelConfig, arch: str, dtype: str, cubin: Path) 
     fn = pick_function(stats, dtype)
     s = stats[fn]
     ops = opcode_counts(cubin, dtype)
+    loop = loop_info(cubin, dtype)
     return {
         "kernel": n,
         "arch": arch,
@@ -281,6 +373,12 @@ def _report_from(n: int, cfg: KernelConfig, arch: str, dtype: str, cubin: Path) 
         "dynamic_smem_bytes": cfg.smem_bytes,
         "static_smem_bytes": s.static_smem_bytes,
         "instructions": sum(ops.values()),
+        # The main (KV-block) loop body, [target, backward branch] inclusive: the code that
+        # runs seq/B_c times and dominates the executed count; prologue/epilogue excluded.
+        "loop_opcodes": dict(sorted(loop["opcodes"].items(), key=lambda kv: (-kv[1], kv[0]))),
+        "loop_start": f"{loop['start']:#06x}",
+        "loop_end": f"{loop['end']:#06x}",
+        "loop_instructions": sum(loop["opcodes"].values()),
         "cubin": str(cubin),
     }
 
@@ -296,13 +394,34 @@ def collect(kernels: Sequence[int] = KERNEL_IDS, archs: Sequence[str] = ARCHS,
             for k in kernels for a in archs for d in dtypes]
 
 
+def collect_tuned(archs: Sequence[str] = ARCHS, dtypes: Sequence[str] = DTYPES) -> list[dict]:
+    """Static reports of every tuned kernel-7 config of kernels/tuned.json (the configs the
+    GPU reports of kernel 7 actually ran), each with ``tuned_gpu`` set to its GPU slug."""
+    tuned = load_tuned()
+    if not tuned:
+        return []
+    find_toolchain("nvcc", "ptxas", "cuobjdump")
+    cubins = build_many((cfg, a) for cfg in tuned.values() for a in archs)
+    return [{**_report_from(7, cfg, a, d, cubins[(cfg, a)]), "tuned_gpu": gpu}
+            for gpu, cfg in sorted(tuned.items()) for a in archs for d in dtypes]
+
+
 OPCODE_COLUMNS = ("kernel", "arch", "dtype", "opcode", "count")
+# The loop table also names the config: kernel 7 has one row set per tuned GPU
+# (``tuned_gpu``, e.g. "h200") besides the seed config (``tuned_gpu`` empty).
+LOOP_COLUMNS = ("kernel", "arch", "dtype", "config", "tuned_gpu", "opcode", "count")
 PTXAS_COLUMNS = ("kernel", "arch", "dtype", "registers", "spill_store_bytes",
                  "spill_load_bytes", "stack_bytes", "smem_bytes", "static_smem_bytes")
 
 
 def data_tables(reports: Sequence[dict]) -> dict[str, str]:
-    """CSV text of reports/sass/opcodes.csv and ptxas.csv, in a stable order."""
+    """CSV text of reports/sass/opcodes.csv, opcodes_loop.csv and ptxas.csv, in a stable order.
+
+    opcodes_loop.csv counts only the main-loop body, for the seed configs and (rows with
+    ``tuned_gpu`` set) the tuned kernel-7 configs; opcodes.csv / ptxas.csv keep the seed
+    configs only. It is a separate file rather than a ``scope`` column so that every reader
+    of opcodes.csv (which sums or indexes counts per kernel/arch/dtype/opcode) keeps
+    working unchanged."""
     def render(columns: Sequence[str], rows: Iterable[Sequence]) -> str:
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
@@ -310,18 +429,21 @@ def data_tables(reports: Sequence[dict]) -> dict[str, str]:
         w.writerows(rows)
         return buf.getvalue()
 
-    reports = sorted(reports, key=lambda r: (r["kernel"], r["arch"], r["dtype"]))
+    every = sorted(reports, key=lambda r: (r["kernel"], r.get("tuned_gpu", ""), r["arch"], r["dtype"]))
+    reports = [r for r in every if not r.get("tuned_gpu")]
     ops = render(OPCODE_COLUMNS, ((r["kernel"], r["arch"], r["dtype"], op, c)
                                   for r in reports for op, c in sorted(r["opcodes"].items())))
+    loop = render(LOOP_COLUMNS, ((r["kernel"], r["arch"], r["dtype"], r["slug"], r.get("tuned_gpu", ""),
+                                  op, c) for r in every for op, c in sorted(r["loop_opcodes"].items())))
     ptx = render(PTXAS_COLUMNS, ([r[c] for c in PTXAS_COLUMNS] for r in reports))
-    return {"opcodes.csv": ops, "ptxas.csv": ptx}
+    return {"opcodes.csv": ops, "opcodes_loop.csv": loop, "ptxas.csv": ptx}
 
 
 def write_data(out_dir: Path = DATA_DIR, *, check: bool = False) -> list[Path]:
     """Write (or with ``check``, compare against) the committed static data.
 
     Returns the files that differ (check) or were written."""
-    tables = data_tables(collect())
+    tables = data_tables(collect() + collect_tuned())
     if not check:
         out_dir.mkdir(parents=True, exist_ok=True)
     touched = []
@@ -369,8 +491,11 @@ def _table(rep: dict) -> str:
              f"  smem         {rep['smem_bytes']} B ({rep['dynamic_smem_bytes']} dynamic "
              f"+ {rep['static_smem_bytes']} static)",
              f"  instructions {rep['instructions']}",
-             "  opcodes:"]
-    lines += [f"    {op:<10s} {c:6d}" for op, c in rep["opcodes"].items()]
+             f"  main loop    {rep['loop_start']}-{rep['loop_end']}, "
+             f"{rep['loop_instructions']} instructions",
+             f"  opcodes:     {'kernel':>6s} {'loop':>6s}"]
+    lines += [f"    {op:<10s} {c:6d} {rep['loop_opcodes'].get(op, 0):6d}"
+              for op, c in rep["opcodes"].items()]
     return "\n".join(lines)
 
 

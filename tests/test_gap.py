@@ -155,6 +155,39 @@ def test_scale_opcodes_by_static_mix():
     assert gap.scale_opcodes(dyn, {}, {"FMUL": 1}) == dyn
 
 
+def test_scale_by_loop_changes_only_the_loop_part():
+    # 10 loop bodies executed (HMMA 20 / 2 per body); prologue IMAD 30 stays as executed.
+    dyn = {"HMMA": 20, "IMAD": 30 + 10 * 1, "FMUL": 10 * 4, "VIADD": 10 * 3}
+    lf = {"HMMA": 2, "IMAD": 1, "FMUL": 4, "VIADD": 3}
+    lt = {"HMMA": 2, "IMAD": 5, "FMUL": 4, "IADD3": 3}
+    assert gap.loop_trips(dyn, lf) == 10
+    out = gap.scale_by_loop(dyn, lf, lt)
+    assert out == {"HMMA": 20, "IMAD": 30 + 10 * 5, "FMUL": 40, "VIADD": 0, "IADD3": 30}
+    # Per pipe group, the loop part is scaled by the loop-scope static ratio.
+    r = gap.group_ratios(lf, lt)
+    assert r["imad"] == 5 and r["alu"] == 1 and r["tensor"] == 1
+    assert out["IMAD"] == pytest.approx(30 + 10 * 1 * r["imad"])
+    assert gap.scale_by_loop(dyn, {"FMUL": 4}, lt) == dyn  # no HMMA in the loop: unchanged
+
+
+def test_static_counts_scopes_and_configs(tmp_path):
+    (tmp_path / "opcodes.csv").write_text(
+        "kernel,arch,dtype,opcode,count\n7,sm_80,fp16,IMAD,50\n7,sm_90,fp16,IMAD,40\n")
+    (tmp_path / "opcodes_loop.csv").write_text(
+        "kernel,arch,dtype,config,tuned_gpu,opcode,count\n"
+        "7,sm_80,fp16,seed,,IMAD,31\n7,sm_80,fp16,big,h200,IMAD,9\n7,sm_90,fp16,seed,,IMAD,2\n")
+    o = gap.load_static(tmp_path / "opcodes.csv")
+    assert set(o["scope"]) == {"kernel", "loop"}
+    assert gap.static_counts(o, "7", "sm_80") == {"IMAD": 50}
+    assert gap.static_counts(o, "7", "sm_80", scope="loop") == {"IMAD": 31}           # seed config
+    assert gap.static_counts(o, "7", "sm_80", scope="loop", config="big") == {"IMAD": 9}
+    assert gap.static_counts(o, "7", "sm_90", scope="loop", config="big") == {"IMAD": 2}  # fallback: seed
+    # A plain opcodes.csv frame (no scope column) is all kernel scope.
+    plain = pd.read_csv(tmp_path / "opcodes.csv")
+    assert gap.static_counts(plain, "7", "sm_90") == {"IMAD": 40}
+    assert gap.static_counts(plain, "7", "sm_90", scope="loop") == {}
+
+
 def _launch_rows(report, variant, gpu, arch, metrics: dict) -> list[dict]:
     ident = {"report": report, "path": f"/x/{report}.ncu-rep", "gpu": gpu, "arch": arch,
              "kernel": "k", "kernel_full": "k", "range_idx": 0, "launch": 0, "variant": variant,
@@ -389,3 +422,21 @@ def test_h200_errors_against_bench_and_limitations(kernel_frame):
     notes = gap.limitations(t)
     assert any(n.startswith("h200_sxm: measured cycles / largest pipe bound") for n in notes)
     assert any("kernel 7 on" in n for n in notes)
+
+
+def test_carried_kernel7_uses_the_loop_of_the_profiled_config(kernel_frame):
+    """Kernel 7 on the A100/3090 is the H200 counters plus the loop-body delta of the config
+    the H200 report ran (its sidecar's config_slug), not the seed config's."""
+    side = json.loads((ROOT / "reports" / "h200" / "kernel7.json").read_text())
+    o = gap.load_static(ROOT / "reports" / "sass" / "opcodes.csv")
+    t = gap.gap_table(kernel_frame, o, GPUS, PUB, None).set_index(["target", "gpu_key"])
+    for key, arch in (("a100_80gb", "sm_80"), ("rtx3090", "sm_86")):
+        src = t.loc[("7", key), "work_source"]
+        assert "loop-body delta sm_90->" + arch in src and side["config_slug"] in src
+        assert "loop-body delta" in t.loc[("6", key), "work_source"]
+    # The H200 rows stay measured and alpha stays the H200-only fit.
+    assert t.loc[("7", "h200_sxm"), "work_source"] == "measured (kernel7)"
+    plain = gap.gap_table(kernel_frame, None, GPUS, PUB, None)
+    assert t["alpha"].iloc[0] == plain["alpha"].iloc[0]
+    notes = gap.limitations(t.reset_index())
+    assert any(n.startswith("a100_80gb: worst kernel") for n in notes)

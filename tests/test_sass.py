@@ -41,6 +41,12 @@ def reports(toolchain):
     return {(r["kernel"], r["arch"], r["dtype"]): r for r in sass.collect()}
 
 
+@pytest.fixture(scope="session")
+def tuned_reports(toolchain):
+    """Static reports of the tuned kernel-7 configs of kernels/tuned.json."""
+    return sass.collect_tuned()
+
+
 # ------------------------------------------------------------ parsers (no tools)
 PTXAS_LOG = """\
 ptxas info    : 0 bytes gmem
@@ -88,6 +94,55 @@ def test_parse_sass_strips_predicates_and_modifiers():
     assert per_fn[sass.pick_function(per_fn, "bf16")] == {"NOP": 1}
 
 
+# Two loops: an HMMA-free one (0x0030-0x0050) and the HMMA loop (0x0070-0x00c0), with a
+# forward branch inside it and the trap branch to itself after EXIT.
+LOOP_SASS = """\
+\t\tFunction : _Z1kI6__halfEvv
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   IMAD R2, R0, 0x4, RZ ;
+        /*0020*/                   IMAD R3, R0, 0x8, RZ ;
+        /*0030*/                   IADD3 R4, R4, 0x1, RZ ;
+        /*0040*/                   ISETP.GE.AND P0, PT, R4, 0x10, PT ;
+        /*0050*/              @!P0 BRA 0x30 ;
+        /*0060*/                   LDSM.16.M88.4 R8, [R2] ;
+        /*0070*/                   LDSM.16.M88.4 R12, [R3] ;
+        /*0080*/                   HMMA.16816.F32 R16, R8, R12, R16 ;
+        /*0090*/               @P1 BRA 0xb0 ;
+        /*00a0*/                   FMUL R16, R16, 0.5 ;
+        /*00b0*/                   HMMA.16816.F32 R20, R8, R14, R20 ;
+        /*00c0*/              @!P2 BRA `(.L_x_1) 0x70 ;
+        /*00d0*/                   STG.E [R6], R16 ;
+        /*00e0*/                   EXIT ;
+        /*00f0*/                   BRA 0xf0;
+"""
+
+
+def test_find_main_loop_takes_the_hmma_loop():
+    insns = sass.parse_insns(LOOP_SASS)["_Z1kI6__halfEvv"]
+    assert [i.opcode for i in insns[:3]] == ["MOV", "IMAD", "IMAD"]
+    assert sass.branch_target(insns[5]) == 0x30 and sass.branch_target(insns[0]) is None
+    assert sass.find_main_loop(insns) == (0x70, 0xC0)
+    counts, span = sass.loop_opcode_counts(insns)
+    assert span == (0x70, 0xC0)
+    assert counts == {"LDSM": 1, "HMMA": 2, "BRA": 2, "FMUL": 1}
+    # The HMMA-free loop alone is not a main loop; nor is the trap branch to itself.
+    no_mma = [i for i in insns if i.opcode != "HMMA"]
+    assert sass.find_main_loop(no_mma) is None
+    # parse_sass still gives the whole-function histogram from the same parser.
+    assert sass.parse_sass(LOOP_SASS)["_Z1kI6__halfEvv"]["IMAD"] == 2
+
+
+def test_find_main_loop_prefers_most_hmma_then_the_outer_loop():
+    def ins(addr, op, operands=""):
+        return sass.Insn(addr, op, operands)
+    inner = [ins(0x00, "MOV"), ins(0x10, "HMMA"), ins(0x20, "HMMA"), ins(0x30, "BRA", "0x10"),
+             ins(0x40, "HMMA"), ins(0x50, "BRA", "0x40"), ins(0x60, "BRA", "0x0"), ins(0x70, "EXIT")]
+    # 0x10-0x30 holds 2 HMMA, 0x40-0x50 one, the outer 0x00-0x60 all three.
+    assert sass.find_main_loop(inner) == (0x00, 0x60)
+    tie = [ins(0x00, "MOV"), ins(0x10, "HMMA"), ins(0x20, "BRA", "0x10"), ins(0x30, "BRA", "0x0")]
+    assert sass.find_main_loop(tie) == (0x00, 0x30)  # same HMMA: the wider (outer) range
+
+
 # --------------------------------------------------------------- static build
 @pytest.mark.parametrize("arch", sass.ARCHS)
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -115,6 +170,48 @@ def test_core_instructions_present(reports, kernel, arch):
 
 
 @pytest.mark.parametrize("arch", sass.ARCHS)
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_main_loop_holds_every_hmma(reports, kernel, arch):
+    for dtype in sass.DTYPES:
+        r = reports[(kernel, arch, dtype)]
+        loop, ops = r["loop_opcodes"], r["opcodes"]
+        assert loop["HMMA"] == ops["HMMA"], (kernel, arch, dtype)  # the KV loop does all mma
+        assert all(0 < c <= ops[op] for op, c in loop.items())
+        assert 0 < r["loop_instructions"] < r["instructions"]
+        assert int(r["loop_start"], 16) < int(r["loop_end"], 16)
+
+
+def test_loop_x_trips_is_the_executed_count(reports):
+    """Independent check of the loop finder against Nsight Compute: kernel 6's executed HMMA
+    (sm_90) = HMMA in the loop body x KV blocks (S / B_c) x CTAs x warps per CTA; and the
+    loop body x those trips accounts for nearly every executed instruction."""
+    from analysis.parse import load_frame
+    rep = REPO / "reports" / "h200" / "kernel6.ncu-rep"
+    if not rep.is_file():
+        pytest.skip(f"{rep} not present")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        frame = load_frame([rep], cache=False)
+    m = dict(zip(frame["metric"], frame["value"]))
+    pre = "sass__inst_executed_per_opcode["
+    dyn = {k[len(pre):-1]: v for k, v in m.items() if k.startswith(pre)}
+    cfg, seq = VARIANTS[6], int(frame["seq"].iloc[0])
+    assert m["launch__block_size"] == 32 * cfg.n_warps
+    trips = seq // cfg.B_c * m["launch__grid_size"] * cfg.n_warps
+    loop = reports[(6, "sm_90", "fp16")]["loop_opcodes"]
+    assert loop["HMMA"] * trips == pytest.approx(dyn["HMMA"], rel=0.02)
+    assert sum(loop.values()) * trips == pytest.approx(sum(dyn.values()), rel=0.05)
+    for op in ("LDSM", "MUFU", "FMNMX", "FFMA"):  # loop-only opcodes: executed = loop x trips
+        assert loop[op] * trips == pytest.approx(dyn[op], rel=0.03), op
+
+
+def test_tuned_configs_have_loop_counts(tuned_reports):
+    for r in tuned_reports:
+        assert r["kernel"] == 7 and r["tuned_gpu"]
+        assert r["loop_opcodes"]["HMMA"] == r["opcodes"]["HMMA"]
+
+
+@pytest.mark.parametrize("arch", sass.ARCHS)
 def test_swizzle_adds_lop3(reports, arch):
     # Kernel 1 -> 2 adds the XOR swizzle arithmetic (~95 LOP3 in the series' sm_86 dump).
     k1, k2 = reports[(1, arch, "fp16")], reports[(2, arch, "fp16")]
@@ -129,8 +226,9 @@ def test_softmax_fusion_trades_fmul_for_ffma(reports, arch):
     assert k6.get("FFMA", 0) > k5.get("FFMA", 0)
 
 
-def test_committed_data_is_fresh(reports):
-    tables = sass.data_tables(list(reports.values()))
+def test_committed_data_is_fresh(reports, tuned_reports):
+    tables = sass.data_tables(list(reports.values()) + tuned_reports)
+    assert set(tables) == {"opcodes.csv", "opcodes_loop.csv", "ptxas.csv"}
     for name, text in tables.items():
         path = sass.DATA_DIR / name
         assert path.exists(), f"{path} missing: run `make sass-data` and commit it"
@@ -152,6 +250,7 @@ def test_cli_json(reports):
     want = reports[(6, "sm_90", "fp16")]
     assert out["registers"] == want["registers"]
     assert out["opcodes"] == want["opcodes"]
+    assert out["loop_opcodes"] == want["loop_opcodes"] and out["loop_opcodes"]["HMMA"] > 0
     counts = list(out["opcodes"].values())
     assert counts == sorted(counts, reverse=True)
 
