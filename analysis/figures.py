@@ -135,7 +135,9 @@ class Inputs:
             from . import gap as gapmod
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                table = gapmod.gap_table(self.frame, self.opcodes, bench=self.bench)
+                static = self.sass_dir / "opcodes.csv"  # + opcodes_loop.csv beside it
+                table = gapmod.gap_table(self.frame, gapmod.load_static(static) if static.is_file() else None,
+                                         bench=self.bench)
                 return {"table": table, "shares": gapmod.pipe_shares(table, "7"),
                         "ceilings": gapmod.ceilings(frame=self.frame)}
         except Exception as exc:  # another stage's bug must not cost the other figures
@@ -292,24 +294,6 @@ def _gap_frames(inp: Inputs):
     return g
 
 
-def _titled(fig, title: str, sub: str = ""):
-    """Room at the top of a gap_plots figure (laid out tight) for a title + context line:
-    the canvas grows and the axes keep their size in inches."""
-    import textwrap
-    w, h = fig.get_size_inches()
-    sub = textwrap.fill(sub, int(w * 15)) if sub else ""
-    extra = 0.5 + 0.17 * (sub.count("\n") + 1) + 0.1 if sub else 0.5
-    fig.set_size_inches(w, h + extra)
-    k = h / (h + extra)
-    for a in fig.axes:
-        x0, y0, aw, ah = a.get_position().bounds
-        a.set_position([x0, y0 * k, aw, ah * k])
-    fig.text(0.01, 1 - 0.12 / (h + extra), title, fontsize=10.5, fontweight="bold", va="top", ha="left")
-    if sub:
-        fig.text(0.01, 1 - 0.42 / (h + extra), sub, fontsize=7.5, color="#333333", va="top", ha="left")
-    return fig
-
-
 def _gap_context(inp: Inputs) -> str:
     t = inp.gap["table"]
     srcs = t[t["target"] != "ref"].dropna(subset=["observed_source"]).groupby("gpu")["observed_source"].agg(
@@ -317,15 +301,15 @@ def _gap_context(inp: Inputs) -> str:
     obs = "; ".join(f"{g}: {src}" for g, src in srcs.items())
     alpha = float(t["alpha"].iloc[0]) if len(t) else float("nan")
     return (f"fp16, B16 H16 S4096 d128 \u00b7 observed (bars) = {obs} \u00b7 model: pipe-time lower bounds from "
-            f"H200 counters, combined as max + \u03b1\u00b7rest (\u03b1 = {alpha:.2f}, fitted on the H200 only)")
+            f"H200 counters (+ per-arch main-loop SASS delta), combined as max + \u03b1\u00b7rest (\u03b1 = {alpha:.2f}, fitted on the H200 only)")
 
 
 def _gap(inp: Inputs):
     g = _gap_frames(inp)
     from . import gap_plots
-    return [("gap.png", lambda: _titled(gap_plots.plot_gap(g["table"]),
-                                        "Kernels 1-7 as % of FlashAttention-2 per GPU: observed vs pipe-time model",
-                                        _gap_context(inp)))]
+    return [("gap.png", lambda: gap_plots.plot_gap(
+        g["table"], title="Kernels 1-7 as % of FlashAttention-2 per GPU: observed vs pipe-time model",
+        subtitle=_gap_context(inp)))]
 
 
 def _gpu_ceilings(inp: Inputs):
@@ -334,8 +318,8 @@ def _gpu_ceilings(inp: Inputs):
     c = g["ceilings"]
     sub = " \u00b7 ".join(f"{r['gpu']}: {r['tensor_flops'] / 1e12:.0f} TFLOP/s mma.sync at {r['clock_hz'] / 1e9:.2f} GHz "
                           f"({r['source']})" for r in c.to_dict("records"))
-    return [("gpu_ceilings.png", lambda: _titled(gap_plots.plot_ceilings(c), "Roofline ceilings of three GPUs",
-                                                 sub))]
+    return [("gpu_ceilings.png", lambda: gap_plots.plot_ceilings(c, title="Roofline ceilings of three GPUs",
+                                                                 subtitle=sub))]
 
 
 def _pipe_shares(inp: Inputs):
@@ -343,9 +327,9 @@ def _pipe_shares(inp: Inputs):
     if g["shares"].empty:
         raise Skip("analysis.gap has no kernel-7 rows")
     from . import gap_plots
-    return [("pipe_shares.png", lambda: _titled(gap_plots.plot_pipe_shares(g["shares"]),
-                                                "Kernel 7: modelled pipe time per GPU",
-                                                "fp16 S4096 d128; bars above 1 outlast the tensor work"))]
+    return [("pipe_shares.png", lambda: gap_plots.plot_pipe_shares(
+        g["shares"], title="Kernel 7: modelled pipe time per GPU",
+        subtitle="fp16 S4096 d128; bars above 1 outlast the tensor work"))]
 
 
 def _sass_mix(inp: Inputs):

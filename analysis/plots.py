@@ -20,6 +20,7 @@ import re
 import textwrap
 
 import matplotlib
+import matplotlib.ticker
 import numpy as np
 import pandas as pd
 # Figures are built with Figure(), not pyplot: no GUI backend and no global figure list,
@@ -234,16 +235,90 @@ def _draw_series(ax, sel: pd.DataFrame, L: pd.DataFrame, *, fp32_points: bool, p
                             ls="none", zorder=5)
 
 
-def _strip_hits(p0, angle_deg: float, length: float, height: float, obstacles: np.ndarray, pad: float = 4.0) -> int:
-    """Display-space obstacles inside the rotated box a label of ``length`` x ``height``
-    pixels occupies when anchored at ``p0`` (baseline start) at ``angle_deg``."""
-    if not len(obstacles):
-        return 0
-    u = np.array([math.cos(math.radians(angle_deg)), math.sin(math.radians(angle_deg))])
-    n = np.array([-u[1], u[0]])
-    d = obstacles - np.asarray(p0)
-    along, across = d @ u, d @ n
-    return int(((along > -pad) & (along < length + pad) & (across > -pad) & (across < height + pad)).sum())
+def _renderer(fig: Figure):
+    """An Agg renderer for measuring text before saving (attaches an Agg canvas)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    return fig.canvas.get_renderer()
+
+
+def _text_size(ax, renderer, text: str, fontsize: float, bold: bool = False) -> tuple[float, float]:
+    """(width, height) in display pixels of ``text`` drawn unrotated."""
+    t = ax.text(0, 0, text, fontsize=fontsize, fontweight="bold" if bold else "normal", transform=None)
+    bb = t.get_window_extent(renderer)
+    t.remove()
+    return float(bb.width), float(bb.height)
+
+
+class _Obstacles:
+    """Display-space points (x, y, radius) that a label must keep clear of."""
+
+    def __init__(self, ax, pts=None):
+        self.ax = ax
+        self.pts = [] if pts is None else list(pts)
+
+    def point(self, x, y, r: float = 0.0) -> None:
+        px = self.ax.transData.transform((x, y))
+        self.pts.append((px[0], px[1], r))
+
+    def line(self, xy, r: float = 1.0, step: float = 3.0) -> None:
+        """A polyline in data coordinates, sampled every ``step`` pixels (display space,
+        so straight on log axes too)."""
+        d = self.ax.transData.transform(np.asarray(xy, float))
+        for a, b in zip(d[:-1], d[1:]):
+            n = max(int(np.hypot(*(b - a)) / step), 1)
+            for t in np.linspace(0, 1, n + 1):
+                q = a + t * (b - a)
+                self.pts.append((q[0], q[1], r))
+
+    def rect_px(self, x0: float, y0: float, w: float, h: float, step: float = 3.0) -> None:
+        for xx in np.linspace(x0, x0 + w, max(int(w / step), 1) + 1):
+            for yy in np.linspace(y0, y0 + h, max(int(h / step), 1) + 1):
+                self.pts.append((xx, yy, 0.0))
+
+    def rrect_px(self, c, u, w: float, h: float, step: float = 3.0) -> None:
+        """A rotated rectangle: centre ``c``, unit direction ``u`` of its long side."""
+        n = np.array([-u[1], u[0]])
+        for s in np.linspace(-w / 2, w / 2, max(int(w / step), 1) + 1):
+            for t in np.linspace(-h / 2, h / 2, max(int(h / step), 1) + 1):
+                q = np.asarray(c) + s * u + t * n
+                self.pts.append((q[0], q[1], 0.0))
+
+    def merged(self, more) -> "_Obstacles":
+        out = _Obstacles(self.ax, self.pts)
+        for o in more:
+            out.pts += o.pts
+        return out
+
+    def clearance(self, centres: np.ndarray, u, w: float, h: float) -> np.ndarray:
+        """Per centre: the smallest gap (px) between a ``w`` x ``h`` box along ``u`` and
+        any obstacle (negative: overlap)."""
+        if not self.pts:
+            return np.full(len(centres), np.inf)
+        P = np.asarray(self.pts, float)
+        n = np.array([-u[1], u[0]])
+        d = P[None, :, :2] - np.asarray(centres, float)[:, None, :]
+        along = np.abs(d @ np.asarray(u, float))
+        across = np.abs(d @ n)
+        dx = np.maximum(along - w / 2, 0)
+        dy = np.maximum(across - h / 2, 0)
+        inside = (dx == 0) & (dy == 0)
+        gap = np.where(inside, -np.minimum(w / 2 - along, h / 2 - across), np.hypot(dx, dy)) - P[None, :, 2]
+        return gap.min(axis=1)
+
+    def best_rect(self, corners, w: float, h: float, ax_bbox=None, good: float = 3.0):
+        """The first (left, bottom) of ``corners`` whose upright box keeps ``good`` px
+        clear (and lies inside ``ax_bbox``), else the one with the most clearance."""
+        cs = np.asarray(corners, float)
+        centres = cs + np.array([w / 2, h / 2])
+        clear = self.clearance(centres, np.array([1.0, 0.0]), w, h)
+        if ax_bbox is not None:
+            out = ((cs[:, 0] < ax_bbox.x0 + 2) | (cs[:, 0] + w > ax_bbox.x1 - 2)
+                   | (cs[:, 1] < ax_bbox.y0 + 2) | (cs[:, 1] + h > ax_bbox.y1 - 2))
+            clear = np.where(out, -np.inf, clear)
+        ok = np.flatnonzero(clear >= good)
+        return tuple(cs[ok[0]] if len(ok) else cs[int(np.argmax(clear))])
 
 
 def _cluster(L: pd.DataFrame, sel: pd.DataFrame, spread: float = 1.4) -> list[str]:
@@ -281,7 +356,7 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
         legend_x = 1.02
     else:
         fig = _new_fig(11.0, 6.6)
-        ax = fig.add_axes([0.07, 0.17, 0.60, 0.71])
+        ax = fig.add_axes([0.07, 0.17, 0.625, 0.71])
         zx = None
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -298,15 +373,39 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
     bws = {k[3:]: v for k, v in ceil.items() if k.startswith("bw:")}
     ridges = [top / v for v in bws.values()]
     y_hi = top * 2.2
-    y_lo = 10 ** math.floor(math.log10(min(ys or [top / 100]) / 2.5))
+    y_lo = 10 ** math.floor(math.log10(min(ys or [top / 100]) / 2.5))  # a labelled decade under the data
     # the slopes enter the plot at the bottom edge: the left limit shows every entry
     entries = [y_lo / v for v in bws.values()]
-    x_lo = 10 ** math.floor(math.log10(min(xs + ridges + entries) / 1.5)) if xs or ridges else 0.1
-    x_hi = 10 ** math.ceil(math.log10(max(xs + ridges + [10.0]) * 3))
-    if xs and max(xs) > x_hi / 10 ** 1.6:  # keep the right end clear for the roof labels
-        x_hi *= 10
+    # limits hug the data (not whole decades): every decade gets more room, so the
+    # parallel slopes sit further apart and their inline labels read clearly
+    x_lo = min(xs + ridges + entries) / 1.6 if xs or ridges else 0.1
+    x_hi = max(xs + ridges + [10.0]) * 5
+    zoom_box = _zoom_window(sel, L[L["sid"].isin(crowd)]) if crowd else None
+    if zoom_box is not None:  # the zoom box and its label stay inside the axes
+        x_hi = max(x_hi, zoom_box[1] * 1.6)
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(y_lo / TF, y_hi / TF)
+
+    # ---- label placement happens in display space: size and limits are fixed by now,
+    # text is measured with an Agg renderer, and every label is put where it keeps the
+    # most clearance from data points, series lines, roofs and the labels placed before.
+    renderer = _renderer(fig)
+    obst = _Obstacles(ax)
+    for rec in L.to_dict("records"):
+        ms = 7.0
+        for pts in (_series_points(sel, rec), _series_points(sel, rec, fp32=True) if fp32_points else []):
+            if pts:
+                a_lo, a_hi, f = min(p[1] for p in pts), max(p[1] for p in pts), pts[0][2]
+                obst.line([(a_lo, f / TF), (a_hi, f / TF)], r=1.5)
+                for _, a, f in pts:
+                    obst.point(a, f / TF, r=ms * DPI / 72 / 2 + 1.5)
+            ms = 6.0
+    if zoom_box is not None:
+        zx0, zx1, zy0, zy1 = zoom_box
+        obst.line([(zx0, zy0), (zx1, zy0), (zx1, zy1), (zx0, zy1), (zx0, zy0)], r=1.0)
+        zl = _text_size(ax, renderer, "zoom \u2192", 7)
+        p = ax.transData.transform((zx1, zy1))
+        obst.rect_px(p[0] - zl[0], p[1], zl[0], zl[1])
 
     # ---- compute roofs: horizontal, from the ridge with the fastest level to the right
     fastest = max(bws.values()) if bws else None
@@ -314,22 +413,20 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
     roof_style = {"tensor:mma.sync": ("#333333", "-", "tensor, mma.sync (kernels 1-7, FA2)"),
                   "tensor:wgmma": (kernel_color("cudnn"), "--", "tensor, wgmma (cuDNN only)"),
                   "fp32": ("#555555", "-.", "FP32 (FFMA)")}
-    roof_segments = []
+    roof_drawn = []
     for kind, (color, ls, name) in roof_style.items():
         if kind not in ceil:
             continue
         v = ceil[kind]
-        x0 = v / fastest if fastest else x_lo
+        x0 = max(v / fastest if fastest else x_lo, x_lo)
         ax.plot([x0, x_hi], [v / TF, v / TF], color=color, ls=ls, lw=1.8 if kind == "tensor:wgmma" else 1.6,
                 gid=f"ceiling:{kind}", zorder=2)
-        roof_segments.append((x0, v))
-        below = kind == "tensor:mma.sync" and len(tensor_roofs) > 1  # two tensor roofs: one label under
-        ax.text(x_hi / 1.15, v / TF * (1 / 1.07 if below else 1.06), f"{name}: {v / TF:.0f} TFLOP/s", ha="right",
-                va="top" if below else "bottom", fontsize=7.5, color=color, gid=f"ceiling-label:{kind}",
-                fontweight="bold" if kind == "tensor:wgmma" else "normal")
+        obst.line([(x0, v / TF), (x_hi, v / TF)], r=1.5)
+        roof_drawn.append((kind, x0, v, color, name))
 
     # ---- bandwidth roofs: slope from the left edge to the ridge with the top roof
     shown: list[tuple[float, list[str]]] = []
+    slope_ends = {}
     for level, bw in sorted(bws.items(), key=lambda kv: -kv[1]):
         for entry in shown:  # L1 and shared memory share one peak on sm_90: one label
             if abs(entry[0] / bw - 1) < 0.03:
@@ -340,67 +437,91 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
         ridge = top / bw
         ax.plot([x_lo, ridge], [bw * x_lo / TF, top / TF], color="#4d4d4d", lw=1.3,
                 ls=_LEVEL_LINESTYLES[level], gid=f"ceiling:bw:{level}", zorder=2)
+        slope_ends[level] = ((x_lo, bw * x_lo / TF), (ridge, top / TF))
         for k in tensor_roofs:  # knee on each tensor roof
             ax.plot([ceil[k] / bw], [ceil[k] / TF], marker="|", ms=7, color="#4d4d4d", zorder=2)
+            obst.point(ceil[k] / bw, ceil[k] / TF, r=7 * DPI / 72 / 2)
 
-    # ---- slope labels: along each slope, at the first spot that covers no data point
-    # and no compute roof (display space; limits and size are fixed by now)
+    # ---- roof labels: right end of the roof, above it (below when the wgmma roof is
+    # just above); other spots along the roof when data would be covered
+    for kind, x0, v, color, name in roof_drawn:
+        text = f"{name}: {v / TF:.0f} TFLOP/s"
+        fs, bold = 7.5, kind == "tensor:wgmma"
+        w, h = _text_size(ax, renderer, text, fs, bold=bold)
+        y_px = ax.transData.transform((x_hi, v / TF))[1]
+        x_right = ax.transData.transform((x_hi, 1.0))[0] - 6
+        x_left = ax.transData.transform((x0, 1.0))[0] + 10
+        below_first = kind == "tensor:mma.sync" and len(tensor_roofs) > 1
+        sides = (-1, 1) if below_first else (1, -1)
+        cands = []  # (left px, bottom px)
+        for side in sides:
+            for off in (3, 10):  # 10: clear of the knee ticks
+                yb = y_px + off if side > 0 else y_px - off - h
+                for xl in np.linspace(x_right - w, max(x_left, x_right - w - 400), 9):
+                    cands.append((xl, yb))
+        best = obst.best_rect(cands, w, h, ax_bbox=ax.get_window_extent(renderer), good=4.0)
+        xl, yb = best
+        xd, yd = ax.transData.inverted().transform((xl, yb))
+        ax.text(xd, yd, text, ha="left", va="bottom", fontsize=fs, color=color, gid=f"ceiling-label:{kind}",
+                fontweight="bold" if bold else "normal", zorder=6)
+        obst.rect_px(xl, yb, w, h)
+
+    # ---- slope labels: inline on each slope (text along the line, on a white ground
+    # that interrupts the line), at the spot with most clearance from everything else
     p0 = ax.transData.transform((x_lo, 1.0))
     p1 = ax.transData.transform((x_lo * 10, 10.0))
     angle = math.degrees(math.atan2(p1[1] - p0[1], p1[0] - p0[0]))
-    obstacles = [ax.transData.transform((x, y / TF)) for x, y in zip(xs, ys)]
-    for rec in L.to_dict("records"):  # the joining lines, not only their markers
-        for pts in (_series_points(sel, rec), _series_points(sel, rec, fp32=True) if fp32_points else []):
-            if pts:
-                a_lo, a_hi, f = min(p[1] for p in pts), max(p[1] for p in pts), pts[0][2]
-                obstacles += [ax.transData.transform((x, f / TF)) for x in np.geomspace(a_lo, a_hi, 60)]
-    if crowd:  # the zoom window's box (drawn later)
-        zb = _zoom_window(sel, L[L["sid"].isin(crowd)])
-        for t in np.linspace(0, 1, 40):
-            xq = zb[0] * (zb[1] / zb[0]) ** t
-            obstacles += [ax.transData.transform((xq, zb[2])), ax.transData.transform((xq, zb[3]))]
-    for x0, v in roof_segments:
-        obstacles += [ax.transData.transform((x, v / TF)) for x in np.geomspace(max(x0, x_lo), x_hi, 80)]
-    obstacles = np.asarray(obstacles) if obstacles else np.empty((0, 2))
-    slope_pts = {bw: np.asarray([ax.transData.transform((x, bw * x / TF))
-                                 for x in np.geomspace(x_lo, top / bw, 60)]) for bw, _ in shown}
-    px_per_pt = DPI / 72.0
+    u = np.array([math.cos(math.radians(angle)), math.sin(math.radians(angle))])
+    slope_obst = {}
+    for bw, levels in shown:
+        a, b = slope_ends[levels[0]]
+        slope_obst[bw] = _Obstacles(ax)
+        slope_obst[bw].line([a, b], r=1.0)
     ridge_roof = ceil.get("tensor:mma.sync", top)  # ridges quoted against the mma.sync roof
-    placed = []
+    ax_box = ax.get_window_extent(renderer)
     for bw, levels in shown:
         names = " = ".join(LEVEL_LABELS[lv] for lv in levels)
-        text = f"{names} {bw / 1e12:.3g} TB/s\nridge {ridge_roof / bw:.3g} FLOP/B"
-        length = 0.56 * 7.2 * px_per_pt * max(len(t) for t in text.splitlines())
-        height = 18 * px_per_pt
-        y_start, y_end = max(y_lo * 1.3, bw * x_lo * 1.3), top / 1.3
-        best = None
-        u = np.array([math.cos(math.radians(angle)), math.sin(math.radians(angle))])
-        nrm = np.array([-u[1], u[0]])
-        obs = np.vstack([obstacles] + placed + [v for k, v in slope_pts.items() if k != bw])
-        for side in (1, -1):  # 1: above-left of the slope, -1: below-right
-            for yy in np.geomspace(y_start, y_end, 24):
-                xx = yy / bw
-                at = (xx, yy * 1.12) if side > 0 else (xx * 1.12, yy)
-                anchor = ax.transData.transform((at[0], at[1] / TF))
-                end = anchor + length * u
-                if end[1] > ax.transData.transform((xx, top / TF))[1]:
-                    break  # the label would run past the roof
-                # the block spans `height` on the chosen side of its baseline
-                base = anchor if side > 0 else anchor - height * nrm
-                hits = _strip_hits(base, angle, length, height, obs)
-                if best is None or hits < best[0]:
-                    best = (hits, at, side, base)
-                if hits == 0:
-                    break
-            if best is not None and best[0] == 0:
-                break
-        if best is None:
+        short = " = ".join({"shared memory": "smem\u2020"}.get(lv, lv) for lv in levels)
+        variants = [(f"{names} {bw / 1e12:.3g} TB/s \u00b7 ridge {ridge_roof / bw:.3g} FLOP/B", 7.2),
+                    (f"{short} {bw / 1e12:.3g} TB/s \u00b7 ridge {ridge_roof / bw:.3g} FLOP/B", 7.2),
+                    (f"{short} {bw / 1e12:.3g} TB/s \u00b7 ridge {ridge_roof / bw:.3g} FLOP/B", 6.5)]
+        others = obst.merged([o for k, o in slope_obst.items() if k != bw])
+        a, b = slope_ends[levels[0]]
+        pa, pb = ax.transData.transform(a), ax.transData.transform(b)
+        # the visible part of the slope: clip its display segment to the axes box
+        ts = np.linspace(0.0, 1.0, 400)
+        line_pts = pa[None, :] + ts[:, None] * (pb - pa)[None, :]
+        inside = ((line_pts[:, 0] >= ax_box.x0) & (line_pts[:, 0] <= ax_box.x1)
+                  & (line_pts[:, 1] >= ax_box.y0) & (line_pts[:, 1] <= ax_box.y1))
+        vis = line_pts[inside]
+        if len(vis) < 2:
             continue
-        _, at, side, base = best
-        ax.text(at[0], at[1] / TF, text, rotation=angle, rotation_mode="anchor", fontsize=7.2, color="#333333",
-                ha="left", va="bottom" if side > 0 else "top", gid=f"ceiling-label:bw:{'+'.join(levels)}")
-        placed.append(np.array([base + u * t + nrm * h for t in np.linspace(0, length, 12)
-                                for h in np.linspace(0, height, 3)]))
+        choice = None
+        for text, fs in variants:
+            w, h = _text_size(ax, renderer, text, fs)
+            pad = 0.25 * fs * DPI / 72
+            W, H = w + 2 * pad, h + 2 * pad
+            length = float(np.hypot(*(vis[-1] - vis[0])))
+            if length < W + 12:
+                continue
+            centres = [vis[0] + u * s for s in np.arange(W / 2 + 4, length - W / 2 - 6, 3.0)]
+            if not centres:
+                continue
+            clear = others.clearance(np.asarray(centres), u, W, H)
+            # most clearance (up to 12 px counts), then nearest the slope's lower middle
+            k = int(np.argmax(np.minimum(clear, 12.0) - 1e-3 * np.abs(np.arange(len(clear)) - 0.4 * len(clear))))
+            if choice is None or clear[k] > choice[0] + 0.5:
+                choice = (float(clear[k]), centres[k], text, fs, pad, W, H)
+            if clear[k] >= 5.0:
+                break
+        if choice is None:
+            continue
+        _, c, text, fs, pad, W, H = choice
+        cx, cy = ax.transData.inverted().transform(c)
+        ax.text(cx, cy, text, rotation=angle, rotation_mode="anchor", ha="center", va="center", fontsize=fs,
+                color="#333333", gid=f"ceiling-label:bw:{'+'.join(levels)}", zorder=3,
+                bbox={"boxstyle": f"square,pad={pad / (fs * DPI / 72):.2f}", "fc": "white", "ec": "none"})
+        obst.rrect_px(c, u, W, H)
 
     # ---- one series per launch
     _draw_series(ax, sel, L, fp32_points=fp32_points)
@@ -600,8 +721,26 @@ def plot_stall_lines(source: pd.DataFrame, top: pd.DataFrame, *, title: str, con
                      sass_width: int = 44) -> Figure:
     """Top SASS instructions by stall samples, stacked by PC-sampling reason."""
     n = max(len(top), 1)
-    two_line = "location" in top and bool((top["location"].fillna("") != "").any())
-    row_in = 0.5 if two_line else 0.34
+    base = int(source["pc"].min()) if len(source) else 0
+    end = int(source["pc"].max()) if len(source) else 0
+
+    def rel(m):  # absolute branch targets inside the function -> offsets like the PCs
+        v = int(m.group(0), 16)
+        return f"+{v - base:#07x}" if base <= v <= end + 16 else m.group(0)
+
+    labels = []
+    for rec in top.to_dict("records"):
+        txt = re.sub(r"0x[0-9a-fA-F]{9,}", rel, str(rec["sass"]))
+        # long instructions wrap after an operand (continuation indented), never cut
+        lines = textwrap.wrap(txt, sass_width, break_long_words=True, break_on_hyphens=False,
+                              subsequent_indent="    ")
+        loc = rec.get("location") or ""
+        if loc:
+            f, _, ln = loc.rpartition(":")
+            lines.append(f"{f.rsplit('/', 1)[-1]}:{ln}")
+        labels.append(f"+{int(rec['pc_offset']):#07x}  " + "\n".join(lines or [""]))
+    n_lines = max([lab.count("\n") + 1 for lab in labels] or [1])
+    row_in = {1: 0.34, 2: 0.5}.get(n_lines, 0.16 * n_lines + 0.18)
     top_in, bottom_in = 0.85, 0.6
     height = top_in + bottom_in + row_in * n
     fig = _new_fig(11.0, height)
@@ -630,25 +769,11 @@ def plot_stall_lines(source: pd.DataFrame, top: pd.DataFrame, *, title: str, con
                 if r not in used:
                     used.append(r)
             ax.text(left, y[i], f" {100 * rec['share']:.1f}%", va="center", fontsize=7.5)
-        labels = []
-        base = int(source["pc"].min()) if len(source) else 0
-        end = int(source["pc"].max()) if len(source) else 0
-
-        def rel(m):  # absolute branch targets inside the function -> offsets like the PCs
-            v = int(m.group(0), 16)
-            return f"+{v - base:#07x}" if base <= v <= end + 16 else m.group(0)
-
-        for rec in top.to_dict("records"):
-            txt = re.sub(r"0x[0-9a-fA-F]{9,}", rel, rec["sass"])
-            s = txt if len(txt) <= sass_width else txt[: sass_width - 1] + "\u2026"
-            loc = rec.get("location") or ""
-            if loc:
-                f, _, ln = loc.rpartition(":")
-                loc = f"{f.rsplit('/', 1)[-1]}:{ln}"
-            labels.append(f"+{int(rec['pc_offset']):#07x}  {s}" + (f"\n{loc}" if loc else ""))
         ax.set_yticks(y, labels, fontsize=7, family="monospace")
         ax.invert_yaxis()
-        ax.set_xlabel("stall samples (PC sampling, excl. 'selected'); label: share of all stall samples")
+        ax.set_xlabel("stall samples (PC-sampling count, excl. 'selected'); bar label: share of all stall samples")
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+            lambda v, _: f"{v / 1e3:g} k" if abs(v) >= 1000 else f"{v:g}"))
         ax.set_xlim(0, ax.get_xlim()[1] * 1.12)
         ax.grid(True, axis="x", color="#e6e6e6", lw=0.6)
         ax.set_axisbelow(True)

@@ -208,3 +208,38 @@ def test_autotune_plot_marks_winner_seed_and_fa2():
     win = _by_gid(ax, "autotune:winner")["autotune:winner"]
     seed = _by_gid(ax, "autotune:seed")["autotune:seed"]
     assert win.get_xdata()[0] == 1 and seed.get_xdata()[0] == 2
+
+
+@pytest.mark.parametrize("report", ["ref", "cudnn"])
+def test_roofline_labels_inside_axes_and_clear_of_points(roof, ident, report):
+    fig = plots.plot_roofline(roof, ident, [report], fp32_points=True)
+    ax = fig.axes[0]
+    r = plots._renderer(fig)
+    box = ax.get_window_extent(r)
+    labels = [t for t in ax.texts if (t.get_gid() or "").startswith("ceiling-label:")]
+    assert {t.get_gid() for t in labels} >= {"ceiling-label:fp32", "ceiling-label:bw:DRAM", "ceiling-label:bw:L2"}
+    points = np.array([ax.transData.transform((x, y)) for line in ax.lines if line.get_marker() not in ("None", "", None, "|")
+                       for x, y in zip(*line.get_data())])
+    for t in labels:
+        bb = t.get_window_extent(r)
+        assert box.x0 - 1 <= bb.x0 and bb.x1 <= box.x1 + 1 and box.y0 - 1 <= bb.y0 and bb.y1 <= box.y1 + 1, t.get_text()
+        if t.get_rotation() == 0:  # upright roof labels: no data marker under the text
+            inside = (points[:, 0] > bb.x0) & (points[:, 0] < bb.x1) & (points[:, 1] > bb.y0) & (points[:, 1] < bb.y1)
+            assert not inside.any(), t.get_text()
+    for t in labels:  # slope labels sit on their own slope (inline)
+        gid = t.get_gid()
+        if gid.startswith("ceiling-label:bw:"):
+            level = gid.split(":")[2].split("+")[0]
+            bw = roof[(roof["report"] == report) & (roof["level"] == level)]["bw_ceiling"].max()
+            x, y = t.get_position()
+            assert y * TF == pytest.approx(bw * x, rel=1e-6)
+
+
+def test_stall_lines_keep_whole_instructions(ref_source):
+    top = top_stall_lines(ref_source, 8)
+    long = top.copy()
+    long.loc[long.index[0], "sass"] = "HGMMA.64x128x16.F32 R88, R24, gdesc[UR16].tnspB, R88, gsb0, more"
+    ax = plots.plot_stall_lines(ref_source, long, title="t").axes[0]
+    texts = [t.get_text() for t in ax.get_yticklabels()]
+    assert not any("\u2026" in t for t in texts)
+    assert "gsb0, more" in texts[0].replace("\n", " ")
