@@ -14,6 +14,7 @@ import glob
 import importlib
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -21,6 +22,8 @@ from types import ModuleType
 from .errors import ReportError
 
 _INSTALL_GLOBS = ("/opt/nvidia/nsight-compute/*", "/usr/local/cuda*/nsight-compute*")
+# A small real report (a GEMM, SpeedOfLight only) to try a candidate module on.
+PROBE_REPORT = Path(__file__).with_name("data") / "probe.ncu-rep"
 
 
 def _candidate_dirs() -> list[Path]:
@@ -36,6 +39,28 @@ def _candidate_dirs() -> list[Path]:
     return [d for d in dirs if (d / "ncu_report.py").is_file() or (d / "ncu_report").is_dir()]
 
 
+def probe(directory: Path, report: Path = PROBE_REPORT) -> str | None:
+    """Try the ncu_report in ``directory`` on a real report in a child process.
+
+    The copy an Nsight Compute install ships is a compiled module built for one Python;
+    under another it can crash the interpreter (seen with Nsight Compute 2025.3.1's copy
+    under Python 3.12: a segmentation fault). Returns None if it works, else why not.
+    """
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import ncu_report; "
+            "r = ncu_report.load_report(sys.argv[2]); assert r.num_ranges() > 0")
+    try:
+        r = subprocess.run([sys.executable, "-c", code, str(directory), str(report)],
+                           capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"could not be tried ({e})"
+    if r.returncode < 0:
+        return f"crashed (signal {-r.returncode}) in Python {sys.version.split()[0]}"
+    if r.returncode:
+        last = (r.stderr.strip().splitlines() or ["exit " + str(r.returncode)])[-1]
+        return f"failed: {last}"
+    return None
+
+
 @functools.lru_cache(maxsize=1)
 def ncu_report() -> ModuleType:
     """Return the imported ``ncu_report`` module or raise ReportError saying how to get it."""
@@ -43,13 +68,20 @@ def ncu_report() -> ModuleType:
         return importlib.import_module("ncu_report")
     except ImportError:
         pass
+    problems = []
     for d in _candidate_dirs():
+        why = probe(d)
+        if why:
+            problems.append(f"{d}/ncu_report {why}")
+            continue
         sys.path.insert(0, str(d))
         try:
             return importlib.import_module("ncu_report")
-        except ImportError:
+        except ImportError as e:
             sys.path.remove(str(d))
+            problems.append(f"{d}/ncu_report failed: {e}")
+    found = f" ({'; '.join(problems)})" if problems else ""
     raise ReportError(
-        "cannot import ncu_report: install the PyPI package 'ncu-report' "
-        "or put Nsight Compute's extras/python directory on PYTHONPATH"
+        "cannot use ncu_report: install the PyPI package 'ncu-report' (pip install ncu-report; "
+        f"on a machine without a registry, carry its wheel){found}"
     )
