@@ -273,6 +273,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--top", type=int, default=10)
+    p.add_argument("--workers", type=int, default=None,
+                   help="worker processes for the sweep, spread round-robin over the visible GPUs "
+                        "(default: one per GPU; more than the GPU count only exercises the merge)")
+    p.add_argument("--limit", type=int, default=None, help="sweep only the first N surviving candidates")
+    p.add_argument("--csv", default=None, help="sweep CSV (default reports/<gpu>/autotune.csv)")
+    p.add_argument("--no-save", action="store_true", help="do not write the winner to kernels/tuned.json")
     args = p.parse_args(argv)
 
     def body() -> int:
@@ -314,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
         static += [{"slug": "", "keep": False, "reason": f"config rule: {why}", "registers": "", "spill_bytes": "",
                     "smem_bytes": "", "ctas_per_sm": "", "warps_per_sm": "",
                     "config": json.dumps(f, sort_keys=True)} for f, why in rejected]
-        if static and "registers" in static[0]:
+        # Worker processes share the parent's pruning; only the parent writes its CSV.
+        if static and "registers" in static[0] and not os.environ.get("FLASHPROF_TUNE_WORKER"):
             write_static(static, static_csv)
         keep = [c for c, r in zip(cfgs, static) if r["keep"]]
         for r in static:
@@ -323,7 +330,13 @@ def main(argv: list[str] | None = None) -> int:
         say(f"static pruning kept {len(keep)} of {len(cfgs)} (see {out_dir / 'autotune_static.csv'})")
         if args.static_only:
             return 0
-        csv_path = out_dir / "autotune.csv"
+        if args.workers is not None and args.workers < 1:
+            raise FlashprofError(f"bad --workers {args.workers}: must be at least 1")
+        if args.limit is not None:
+            if args.limit < 1:
+                raise FlashprofError(f"bad --limit {args.limit}: must be at least 1")
+            keep = keep[: args.limit]
+        csv_path = Path(args.csv) if args.csv else out_dir / "autotune.csv"
         done = finished(csv_path, args.dtype, seqs)
         todo = [c for c in keep if c.slug not in done]
         only = os.environ.get("FLASHPROF_TUNE_SLUGS")  # set for per-GPU worker processes
@@ -337,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
         if not ranked:
             raise FlashprofError("no configuration finished the sweep")
         hm, slug, cfg, pct = ranked[0]
-        save_winner(gpu_slug, hm, cfg, pct, args.dtype, seqs)
+        if not args.no_save:
+            save_winner(gpu_slug, hm, cfg, pct, args.dtype, seqs)
         print(f"{'rank':>4} {'harmonic TFLOP/s':>16} {'% of FA2':>8}  config")
         for i, (h, s, _, pc) in enumerate(ranked[: args.top], 1):
             print(f"{i:>4} {h:16.1f} {pc['hm_pct']:8.1f}  {s}")
@@ -349,25 +363,42 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_workers(todo, seqs, args, csv_path, gpu_slug, say) -> None:
+    """Sweep ``todo`` in this process (one GPU, or inside a worker), or start worker
+    processes: worker i gets every n-th candidate and GPU i mod (visible GPUs)."""
     import torch
 
     n_gpu = torch.cuda.device_count()
+    n_workers = getattr(args, "workers", None) or n_gpu
     lib_dir = ROOT / "build" / "tune"
-    if n_gpu <= 1 or os.environ.get("FLASHPROF_TUNE_WORKER"):
+    if n_workers <= 1 or os.environ.get("FLASHPROF_TUNE_WORKER"):
         sweep(todo, seqs, args.dtype, args.reps, args.warmup, csv_path, gpu_slug, lib_dir, progress=say)
         return
-    # One process per GPU, each sweeping every n-th candidate; rows go to the same CSV,
-    # whose header is written here first so that no two workers both think it is new.
+    # Rows of all workers go to one CSV, whose header is written here first so that no
+    # two workers both think it is new.
     append_rows(csv_path, [])
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    devices = visible.split(",") if visible else [str(g) for g in range(max(n_gpu, 1))]
     procs = []
-    for g in range(n_gpu):
-        share = todo[g::n_gpu]
-        env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(g), "FLASHPROF_TUNE_WORKER": "1",
+    for w in range(n_workers):
+        share = todo[w::n_workers]
+        if not share:
+            continue
+        gpu = devices[w % len(devices)]
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu, "FLASHPROF_TUNE_WORKER": "1",
                "FLASHPROF_TUNE_SLUGS": ",".join(c.slug for c in share)}
-        procs.append(subprocess.Popen([sys.executable, "-m", "profiling.tune", "--dtype", args.dtype,
-                                       "--seqs", ",".join(map(str, seqs)), "--reps", str(args.reps)], env=env))
-    for pr in procs:
-        pr.wait()
+        cmd = [sys.executable, "-m", "profiling.tune", "--dtype", args.dtype,
+               "--seqs", ",".join(map(str, seqs)), "--reps", str(args.reps), "--warmup", str(args.warmup),
+               "--csv", str(csv_path), "--no-save"]
+        procs.append((w, gpu, len(share), subprocess.Popen(cmd, env=env)))
+        say(f"worker {w}: GPU {gpu}, {len(share)} candidates")
+    failed = []
+    for w, gpu, n, pr in procs:
+        rc = pr.wait()
+        say(f"worker {w} (GPU {gpu}, {n} candidates) exited with status {rc}")
+        if rc:
+            failed.append(f"worker {w} on GPU {gpu} (status {rc})")
+    if failed:
+        raise FlashprofError("tuning workers failed: " + ", ".join(failed) + f"; finished rows are in {csv_path}")
 
 
 if __name__ == "__main__":
