@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         ids = list(KERNEL_IDS) if "all" in args.kernels else args.kernels
-        cfgs = [variant(k, gpu=_gpu_slug_or_none()) for k in ids]
+        cfgs = [variant(k, gpu=local_gpu_slug()) for k in ids]
         t0 = time.perf_counter()
         build_many(cfgs, jobs=args.jobs, progress=_progress)
         print(f"{len(cfgs)} variant(s) ready in {time.perf_counter() - t0:.1f}s")
@@ -137,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _gpu_slug_or_none() -> str | None:
+def local_gpu_slug() -> str | None:
+    """Slug of the GPU torch sees ('h200'), or None without torch or a GPU."""
     try:
         import torch
 
