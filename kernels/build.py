@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -41,6 +42,18 @@ def _arch_list() -> str:
     return f"{major}.{minor}"
 
 
+def _ninja_on_path() -> None:
+    """torch runs `ninja` from PATH; a venv's pip-installed ninja is not there unless activated."""
+    if shutil.which("ninja"):
+        return
+    try:
+        import ninja  # PyPI's ninja keeps its binary in ninja.BIN_DIR
+    except ImportError:
+        return  # torch then says that ninja is missing
+    if getattr(ninja, "BIN_DIR", None):
+        os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
+
+
 def cuda_flags(cfg: KernelConfig) -> list[str]:
     return ["-O3", "-lineinfo", "-Xptxas=-warn-spills", *cfg.nvcc_flags()]
 
@@ -54,6 +67,7 @@ def build(cfg: KernelConfig, verbose: bool = False):
         raise BuildError(f"torch with CUDA is needed to build extensions ({e}); "
                          "install the 'gpu' extra") from None
     os.environ["TORCH_CUDA_ARCH_LIST"] = _arch_list()
+    _ninja_on_path()
     build_dir = BUILD_ROOT / cfg.slug
     build_dir.mkdir(parents=True, exist_ok=True)
     try:
