@@ -23,6 +23,7 @@ import site
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,15 +114,27 @@ def bring_hint(reqs: list[str], py_version: str, wheels: Path) -> str:
             f"{quoted}' and carry {wheels.name}/ here")
 
 
-def pip_cmd(py: Path, wheels: Path | None) -> list[str]:
-    """A pip that installs into the venv: its own (seen through the parent), else the pip wheel."""
-    if subprocess.run([str(py), "-c", "import pip"], capture_output=True).returncode == 0:
-        return [str(py), "-m", "pip"]
-    pip_whl = wheel_for(wheels, "pip") if wheels else None
-    if pip_whl:
-        return [str(py), str(pip_whl / "pip")]  # a pip wheel runs as a zip application
-    raise SetupError("no pip visible to the venv: bring the pip wheel (pip-*-py3-none-any.whl) "
-                     "in WHEELS=dir")
+def pip_cmd(py: Path) -> list[str] | None:
+    """A pip that installs into the venv: one it sees (its parent's), else ensurepip's, else None."""
+    for attempt in ([], [str(py), "-m", "ensurepip", "-q"]):
+        if attempt:
+            subprocess.run(attempt, capture_output=True)
+        if subprocess.run([str(py), "-m", "pip", "--version"], capture_output=True).returncode == 0:
+            return [str(py), "-m", "pip"]
+    return None
+
+
+def unpack_wheel(wheel: Path, site_dir: Path) -> None:
+    """Install a wheel without pip: what the wheel spec says for one with no .data folder
+    (unpack into site-packages, mark the installer). Dependencies are checked afterwards."""
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        if any(n.split("/")[0].endswith(".data") for n in names):
+            raise SetupError(f"no pip to install {wheel.name} (it has a .data folder): bring the pip "
+                             "wheel (pip-*-py3-none-any.whl) in WHEELS too")
+        z.extractall(site_dir)
+    info = next(n.split("/")[0] for n in names if n.split("/")[0].endswith(".dist-info"))
+    (site_dir / info / "INSTALLER").write_text("flashprof-setup-gpu\n")
 
 
 def install(py: Path, reqs: list[str], wheels: Path | None, say=print) -> None:
@@ -138,10 +151,18 @@ def install(py: Path, reqs: list[str], wheels: Path | None, say=print) -> None:
         if absent:
             raise SetupError(f"{', '.join(map(dist_name, absent))} not installed and no wheel in "
                              f"{wheels}; {bring_hint(absent, py_version, wheels)}")
-    where = ["--no-index", "--find-links", str(wheels)] if wheels is not None else []
     say(f"installing {', '.join(missing)}" + (f" from {wheels}" if wheels else ""))
-    r = subprocess.run([*pip_cmd(py, wheels), "install", "-q", "--disable-pip-version-check",
-                        *where, *missing], capture_output=True, text=True)
+    pip = pip_cmd(py)
+    if pip is None and wheels is not None:
+        site_dir = Path(_child(py, "import sysconfig; print(sysconfig.get_paths()['purelib'])"))
+        for r in missing:
+            unpack_wheel(wheel_for(wheels, dist_name(r)), site_dir)
+        return
+    if pip is None:
+        raise SetupError("no pip for the venv (neither its parent's nor ensurepip): pass WHEELS=dir")
+    where = ["--no-index", "--find-links", str(wheels)] if wheels is not None else []
+    r = subprocess.run([*pip, "install", "-q", "--disable-pip-version-check", *where, *missing],
+                       capture_output=True, text=True)
     if r.returncode:
         lines = [ln for ln in r.stderr.splitlines() if ln.strip()] or [f"pip exit {r.returncode}"]
         raise SetupError(f"pip could not install {', '.join(missing)}: {lines[-1].strip()}"

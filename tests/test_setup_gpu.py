@@ -114,3 +114,24 @@ def test_requirements_come_from_pyproject():
     assert set(project["dependencies"]) <= set(reqs) and "torch" in reqs and "ncu-report" in reqs
     assert [setup_gpu.dist_name(r) for r in ("ncu-report>=2025", "numpy; python_version>'3'", "a[b]")] == \
         ["ncu-report", "numpy", "a"]
+
+
+def test_unpack_wheel_without_pip(tmp_path):
+    """The no-pip fallback: the wheel's package and metadata land in site-packages."""
+    import importlib.metadata as md
+
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    setup_gpu.unpack_wheel(_wheel(tmp_path, "fp_unpacked", "0.7"), site_dir)
+    (dist,) = md.distributions(path=[str(site_dir)])
+    assert (dist.metadata["Name"], dist.version) == ("fp_unpacked", "0.7")
+    assert (site_dir / "fp_unpacked" / "__init__.py").read_text() == "VALUE = '0.7'\n"
+    assert dist.read_text("INSTALLER").strip() == "flashprof-setup-gpu"
+
+
+def test_unpack_refuses_a_wheel_with_data(tmp_path):
+    whl = _wheel(tmp_path, "fp_data")
+    with zipfile.ZipFile(whl, "a") as z:
+        z.writestr("fp_data-1.0.data/scripts/tool", "#!/bin/sh\n")
+    with pytest.raises(setup_gpu.SetupError, match="bring the pip wheel"):
+        setup_gpu.unpack_wheel(whl, tmp_path)
