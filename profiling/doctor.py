@@ -58,6 +58,9 @@ def check_python() -> Check:
     where = f"{sys.executable} (Python {sys.version.split()[0]})"
     if (VENV / ".flashprof-gpu").exists():
         return Check("python", True, f"{where}; .venv is the GPU venv")
+    cfg = VENV / "pyvenv.cfg"
+    if cfg.exists() and "include-system-site-packages = true" in cfg.read_text():
+        return Check("python", False, f"{where}; .venv is an unfinished GPU venv", SETUP_FIX)
     if (VENV / "bin" / "python").exists():
         return Check("python", True, f"{where}; .venv is a CPU venv (on a GPU machine: rm -rf .venv; "
                                      f"{SETUP_FIX})")
@@ -162,7 +165,7 @@ def check_ncu_report() -> Check:
         name = rep.relative_to(ROOT)
         if rc:
             return Check("ncu_report", False, f"{name}: {_why(rc, err)}",
-                         "carry the ncu-report wheel (ncu_report-*.whl) and " + SETUP_FIX)
+                         SETUP_FIX + " (without a registry: ncu_report-*.whl in dir)")
         file, wheel, ranges, metrics = json.loads(out.strip().splitlines()[-1])
         bundled = "nsight-compute" in file.lower() or not wheel
         source = f"bundled with Nsight Compute ({Path(file).parent})" if bundled else f"wheel ncu-report {wheel}"
@@ -229,6 +232,7 @@ def target_lines(c: dict[str, Check]) -> list[str]:
             continue
         # Without a GPU the other fixes are moot: say only that.
         fixes = list(dict.fromkeys(c[n].fix for n in (["GPU"] if "GPU" in missing else missing) if c[n].fix))
+        fixes = [f for f in fixes if not any(f != g and f in g for g in fixes)]  # the longer one says it
         lines.append(f"  {target:12s} missing {', '.join(missing)}" + (f" -> {'; '.join(fixes)}" if fixes else ""))
     return lines
 

@@ -19,6 +19,7 @@ import argparse
 import json
 import platform
 import re
+import shutil
 import site
 import subprocess
 import sys
@@ -67,7 +68,8 @@ def make_venv(path: Path) -> Path:
     py = path / "bin" / "python"
     site_dir = Path(_child(py, "import sysconfig; print(sysconfig.get_paths()['purelib'])"))
     parent = site.getsitepackages() if sys.prefix != sys.base_prefix else []
-    (site_dir / PARENT_PTH).write_text("".join(f"{d}\n" for d in parent))
+    # addsitedir, not a bare path: the parent's own .pth files (editable installs...) count too.
+    (site_dir / PARENT_PTH).write_text("".join(f"import site; site.addsitedir({d!r})\n" for d in parent))
     (site_dir / SELF_PTH).write_text(f"{ROOT}\n")
     return py
 
@@ -189,9 +191,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="requirement (repeatable); default: pyproject's dependencies + the gpu extra")
     args = p.parse_args(argv)
     wheels = Path(args.wheels).resolve() if args.wheels else None
+    fresh = not args.venv.exists()
     try:
         have = setup(args.venv, wheels, args.require or requirements())
     except SetupError as e:
+        if fresh:  # leave no half-made venv behind for the GPU targets to run in
+            shutil.rmtree(args.venv, ignore_errors=True)
         print(f"setup GPU=1: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -48,6 +48,11 @@ def system_venv(tmp_path_factory):
     (Path(site_dir) / "fp_parentpkg-2.0.dist-info").mkdir()
     (Path(site_dir) / "fp_parentpkg-2.0.dist-info" / "METADATA").write_text(
         "Metadata-Version: 2.1\nName: fp_parentpkg\nVersion: 2.0\n")
+    # and a folder it adds through a .pth file of its own (as editable installs do)
+    extra = base / "extra"
+    (extra / "fp_viapth").mkdir(parents=True)
+    (extra / "fp_viapth" / "__init__.py").write_text("")
+    (Path(site_dir) / "fp_extra.pth").write_text(f"{extra}\n")
     return py
 
 
@@ -75,7 +80,7 @@ def test_gpu_venv_sees_parent_and_installs_from_wheels(system_venv, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "fp_carried 3.1" in r.stdout and "fp_parentpkg 2.0" in r.stdout
     assert (gpu_venv / setup_gpu.STAMP).is_file()
-    code = ("import fp_parentpkg, fp_carried, kernels.config, sys; "
+    code = ("import fp_parentpkg, fp_viapth, fp_carried, kernels.config, sys; "
             "print(fp_parentpkg.WHERE, fp_carried.__file__.startswith(sys.prefix), kernels.config.__file__)")
     out = subprocess.run([str(gpu_venv / "bin" / "python"), "-c", code], cwd=tmp_path,
                          capture_output=True, text=True, check=True).stdout.split()
@@ -135,3 +140,10 @@ def test_unpack_refuses_a_wheel_with_data(tmp_path):
         z.writestr("fp_data-1.0.data/scripts/tool", "#!/bin/sh\n")
     with pytest.raises(setup_gpu.SetupError, match="bring the pip wheel"):
         setup_gpu.unpack_wheel(whl, tmp_path)
+
+
+def test_a_failed_setup_leaves_no_venv(system_venv, tmp_path):
+    (tmp_path / "wheels").mkdir()
+    r = _setup(system_venv, "--venv", str(tmp_path / "v"), "--wheels", str(tmp_path / "wheels"),
+               "--require", "fp_not_here")
+    assert r.returncode == 1 and not (tmp_path / "v").exists()
