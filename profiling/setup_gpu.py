@@ -127,15 +127,26 @@ def pip_cmd(py: Path) -> list[str] | None:
 
 
 def unpack_wheel(wheel: Path, site_dir: Path) -> None:
-    """Install a wheel without pip: what the wheel spec says for one with no .data folder
-    (unpack into site-packages, mark the installer). Dependencies are checked afterwards."""
+    """Install a wheel without pip, as the wheel spec says for a venv (purelib = platlib =
+    site-packages): unpack it there, moving ``<name>.data/purelib|platlib/`` up, and mark the
+    installer. Scripts, headers or data files need pip. Dependencies are checked afterwards."""
     with zipfile.ZipFile(wheel) as z:
-        names = z.namelist()
-        if any(n.split("/")[0].endswith(".data") for n in names):
-            raise SetupError(f"no pip to install {wheel.name} (it has a .data folder): bring the pip "
-                             "wheel (pip-*-py3-none-any.whl) in WHEELS too")
-        z.extractall(site_dir)
-    info = next(n.split("/")[0] for n in names if n.split("/")[0].endswith(".dist-info"))
+        members = [m for m in z.infolist() if not m.is_dir()]
+        for m in members:
+            top, _, rest = m.filename.partition("/")
+            if top.endswith(".data"):
+                kind, _, rest = rest.partition("/")
+                if kind not in ("purelib", "platlib"):
+                    raise SetupError(f"no pip to install {wheel.name} (it has {kind} files): bring "
+                                     "the pip wheel (pip-*-py3-none-any.whl) in WHEELS too")
+                m.filename = rest
+            target = (site_dir / m.filename).resolve()
+            if site_dir.resolve() not in target.parents:
+                raise SetupError(f"{wheel.name}: member {m.filename} would land outside site-packages")
+            z.extract(m, site_dir)
+            if m.external_attr >> 16 & 0o111:  # keep shared objects and scripts executable
+                target.chmod(target.stat().st_mode | 0o755)
+    info = next(m.filename.split("/")[0] for m in members if m.filename.split("/")[0].endswith(".dist-info"))
     (site_dir / info / "INSTALLER").write_text("flashprof-setup-gpu\n")
 
 

@@ -134,12 +134,20 @@ def test_unpack_wheel_without_pip(tmp_path):
     assert dist.read_text("INSTALLER").strip() == "flashprof-setup-gpu"
 
 
-def test_unpack_refuses_a_wheel_with_data(tmp_path):
+def test_unpack_moves_platlib_up_and_refuses_scripts(tmp_path):
+    """ncu-report's wheel keeps its files under <name>.data/purelib/; scripts need pip."""
     whl = _wheel(tmp_path, "fp_data")
+    with zipfile.ZipFile(whl, "a") as z:
+        z.writestr("fp_data-1.0.data/platlib/fp_data_ext/__init__.py", "X = 1\n")
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    setup_gpu.unpack_wheel(whl, site_dir)
+    assert (site_dir / "fp_data_ext" / "__init__.py").read_text() == "X = 1\n"
+    assert not (site_dir / "fp_data-1.0.data").exists()
     with zipfile.ZipFile(whl, "a") as z:
         z.writestr("fp_data-1.0.data/scripts/tool", "#!/bin/sh\n")
     with pytest.raises(setup_gpu.SetupError, match="bring the pip wheel"):
-        setup_gpu.unpack_wheel(whl, tmp_path)
+        setup_gpu.unpack_wheel(whl, tmp_path / "other")
 
 
 def test_a_failed_setup_leaves_no_venv(system_venv, tmp_path):
