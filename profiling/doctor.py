@@ -37,18 +37,22 @@ class Check:
     fix: str = ""
 
 
+NO_RUN = -999  # _child's return code when the program timed out or could not start
+
+
 def _child(args: list[str], timeout: float) -> tuple[int, str, str]:
+    """(return code, stdout, stderr); a negative code other than NO_RUN is the signal that killed it."""
     try:
         r = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     except subprocess.TimeoutExpired:
-        return -999, "", f"timed out after {timeout:.0f} s"
+        return NO_RUN, "", f"timed out after {timeout:.0f} s"
     except OSError as e:
-        return -998, "", str(e)
+        return NO_RUN, "", str(e)
     return r.returncode, r.stdout, r.stderr
 
 
 def _why(rc: int, err: str) -> str:
-    if rc < 0 and rc > -100:
+    if NO_RUN < rc < 0:
         return f"crashed (signal {-rc})"
     return (err.strip().splitlines() or [f"exit {rc}"])[-1]
 
@@ -128,7 +132,7 @@ def check_counters(ncu: Check, torch: Check, skip: bool) -> Check:
     t0 = time.perf_counter()
     rc, out, err = _child(cmd, 180)
     secs = time.perf_counter() - t0
-    problem = diagnose(out + err, rc) if rc > -100 else _why(rc, err)
+    problem = _why(rc, err) if rc == NO_RUN else diagnose(out + err, rc)
     if problem:
         return Check("counters", False, problem, "see the line above")
     if "sm__cycles_elapsed.avg" not in out:
