@@ -235,8 +235,8 @@ def variant_origin(n: int | str, gpu: str | None = None) -> str:
     if n == 7 and gpu is not None and gpu in load_tuned():
         return f"tuned for {gpu} ({TUNED_FILE.name})"
     if n == 7:
-        where = f"no tuned entry for {gpu}" if gpu else "no GPU given"
-        return f"the series' RTX 3090 config: {where} in {TUNED_FILE.name}"
+        why = f"{TUNED_FILE.name} has no entry for {gpu}" if gpu else "no GPU to pick a tuned one for"
+        return f"the series' RTX 3090 config ({why})"
     return "the series' config"
 
 

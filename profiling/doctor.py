@@ -83,6 +83,14 @@ def check_gpu() -> Check:
                               f"memory {c['mem_mhz']}/{c['max_mem_mhz']} MHz, {c['power_w']} W, {c['temp_c']} C")
 
 
+def check_kernel7(gpu: Check) -> Check:
+    """Which config `make profile KERNEL=7`, `make bench` and `load(7)` use on this GPU."""
+    from kernels.config import gpu_slug, variant, variant_origin
+
+    slug = gpu_slug(gpu.detail.split(",")[0]) if gpu.ok else None
+    return Check("kernel 7", True, f"{variant(7, slug).slug}: {variant_origin(7, slug)}")
+
+
 def check_torch() -> Check:
     code = ("import json, torch; a = torch.cuda.is_available(); print(json.dumps([torch.__version__, "
             "torch.version.cuda, torch.cuda.get_device_name(0) if a else None]))")
@@ -217,6 +225,7 @@ def run_checks(counters: bool = True) -> dict[str, Check]:
               check_tool("ninja", "ninja", "put ninja on PATH or " + SETUP_FIX), check_ncu()]
     c = {k.name: k for k in checks}
     c["counters"] = check_counters(c["ncu"], c["torch"], skip=not counters)
+    c["kernel 7"] = check_kernel7(c["GPU"])
     for k in (check_tool("compute-sanitizer", "compute-sanitizer", "install the CUDA toolkit"),
               check_ncu_report(),
               check_import(["matplotlib", "pandas"], "plotting", SETUP_FIX),

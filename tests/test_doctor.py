@@ -2,6 +2,7 @@
 counter test against stand-in ncu binaries that answer the way ncu does."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -72,6 +73,9 @@ def test_gpu_line_from_nvidia_smi(tmp_path):
     gpu = next(ln for ln in r.stdout.splitlines() if ln.split()[1:2] == ["GPU"])
     assert gpu.split()[0] == "ok"
     assert "NVIDIA H200, driver 580.159.04, SM 345/1980 MHz, memory 3201/3201 MHz" in gpu
+    k7 = next(ln for ln in r.stdout.splitlines() if ln.split()[1:3] == ["kernel", "7"])
+    tuned = json.loads((ROOT / "kernels" / "tuned.json").read_text())["h200"]["slug"]
+    assert f"{tuned}: tuned for h200" in k7
 
 
 _OK = doctor.Check("x", True, "")
