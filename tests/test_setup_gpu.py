@@ -155,3 +155,21 @@ def test_a_failed_setup_leaves_no_venv(system_venv, tmp_path):
     r = _setup(system_venv, "--venv", str(tmp_path / "v"), "--wheels", str(tmp_path / "wheels"),
                "--require", "fp_not_here")
     assert r.returncode == 1 and not (tmp_path / "v").exists()
+
+
+def _make_targets() -> set[str]:
+    import re
+
+    return set(re.findall(r"^([a-z][a-z-]*):", (ROOT / "Makefile").read_text(), re.M))
+
+
+def test_readme_gpu_block_uses_real_targets():
+    """devjobs/gpu_fresh.sh runs this block as written: it must exist and name real targets."""
+    from profiling import doctor
+
+    text = (ROOT / "README.md").read_text()
+    block = text.split("<!-- gpu-setup")[1].split("<!-- /gpu-setup -->")[0]
+    lines = [ln.split("#")[0].split() for ln in block.splitlines()[1:] if ln.strip() and not ln.startswith("```")]
+    assert lines[0] == ["make", "setup", "GPU=1", "WHEELS=.whl"]
+    assert all(words[0] == "make" and words[1] in _make_targets() for words in lines)
+    assert set(doctor.TARGETS) <= _make_targets()
