@@ -1,6 +1,7 @@
 # flashprof: a menu over the `python -m ...` entry points. Logic lives in Python.
 #   make            list targets
 #   make sass KERNEL=5 ARCH=sm_80     (defaults: KERNEL=6 SEQ=4096 DTYPE=fp16 SET=full ARCH=sm_90 A=5 B=6)
+#   make setup GPU=1 WHEELS=.whl      (GPU machine: venv over the system's CUDA torch; wheels, no registry)
 
 KERNEL  ?= 6
 SEQ     ?= 4096
@@ -14,25 +15,34 @@ REPORTS ?= reports/h200
 VENV    := .venv
 VENV_PY := $(VENV)/bin/python
 STAMP   := $(VENV)/.flashprof-installed
-# The GPU machine has no venv and uses its system python3.
-PY      := $(if $(wildcard $(VENV_PY)),$(VENV_PY),python3)
+GPU_STAMP := $(VENV)/.flashprof-gpu
+# `make setup GPU=1` makes the GPU venv; once made, every target keeps using it.
+SETUP_STAMP = $(if $(or $(GPU),$(wildcard $(GPU_STAMP))),$(GPU_STAMP),$(STAMP))
+# Targets without a setup prerequisite (the GPU ones) need the venv to exist already.
+PY      = $(if $(wildcard $(VENV_PY)),$(VENV_PY),$(error no $(VENV) here: run 'make setup GPU=1' (GPU machine; add WHEELS=dir without a registry) or 'make setup' first))
 
 # User values reach the recipes through the environment, quoted: a KERNEL such as
 # "6; rm -rf /" is one argument that profiling/kernels reject, never shell code.
-export KERNEL SEQ DTYPE SET ARCH A B REPORTS
+export KERNEL SEQ DTYPE SET ARCH A B REPORTS WHEELS
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test figures build profile bench gpu-session tune sass sass-diff sass-data gap summary notebook clean
+.PHONY: help setup doctor test figures build profile bench gpu-session tune sass sass-diff sass-data gap summary notebook clean
 
 help: ## list targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-setup: $(STAMP) ## create .venv once and install flashprof[dev,notebook] (CUDA wheels included)
+setup: $(SETUP_STAMP) ## create .venv once: flashprof[dev,notebook]; GPU=1 [WHEELS=dir]: over the system's torch
 
 $(STAMP): pyproject.toml
 	test -x $(VENV_PY) || python3 -m venv $(VENV) && $(VENV_PY) -m pip install -q -e '.[dev,notebook]' && touch $@
 
-test: setup ## run the CPU test suite (static builds use the venv's CUDA wheels)
+$(GPU_STAMP): pyproject.toml
+	python3 -m profiling.setup_gpu --venv $(VENV) --wheels "$$WHEELS"
+
+doctor: ## what this machine has (GPU, clocks, ncu, counters, ncu_report...) and what each target lacks
+	$(if $(wildcard $(VENV_PY)),$(VENV_PY),python3) -m profiling.doctor
+
+test: setup ## run the test suite (static builds use the venv's CUDA wheels)
 	$(VENV_PY) -m pytest
 
 figures: setup ## draw the figures from REPORTS

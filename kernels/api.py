@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .config import KernelConfig, variant
+from .config import KernelConfig, variant, variant_origin
 
 DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
 
@@ -54,6 +54,10 @@ class Kernel:
     config: KernelConfig
     module: Any
     label: str = ""
+    source: str = ""   # where the config came from: "tuned for h200 (kernels/tuned.json)", ...
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.config.slug} ({self.source})"
 
     def __call__(self, q, k, v, out=None):
         check_inputs(q, k, v, self.config, out)
@@ -68,9 +72,17 @@ class Kernel:
 
 
 def load(n: int | str | KernelConfig, gpu: str | None = None) -> Kernel:
-    """Build (cached) and return kernel ``n`` (1-7) or an explicit config."""
-    from .build import build
+    """Build (cached) and return kernel ``n`` (1-7) or an explicit config.
 
-    cfg = n if isinstance(n, KernelConfig) else variant(n, gpu=gpu)
-    label = cfg.slug if isinstance(n, KernelConfig) else f"kernel{int(n)}"
-    return Kernel(cfg, build(cfg), label)
+    Kernel 7 is the config tuned for ``gpu`` (default: the GPU torch sees) when
+    kernels/tuned.json has one, else the series' own; ``str(kernel)`` says which.
+    An explicit ``KernelConfig`` is used as given.
+    """
+    from .build import build, local_gpu_slug
+
+    if isinstance(n, KernelConfig):
+        cfg, label, source = n, n.slug, "explicit config"
+    else:
+        gpu = gpu or local_gpu_slug()
+        cfg, label, source = variant(n, gpu=gpu), f"kernel{int(n)}", variant_origin(n, gpu)
+    return Kernel(cfg, build(cfg), label, source)

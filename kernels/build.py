@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -41,6 +42,18 @@ def _arch_list() -> str:
     return f"{major}.{minor}"
 
 
+def _ninja_on_path() -> None:
+    """torch runs `ninja` from PATH; a venv's pip-installed ninja is not there unless activated."""
+    if shutil.which("ninja"):
+        return
+    try:
+        import ninja  # PyPI's ninja keeps its binary in ninja.BIN_DIR
+    except ImportError:
+        return  # torch then says that ninja is missing
+    if getattr(ninja, "BIN_DIR", None):
+        os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
+
+
 def cuda_flags(cfg: KernelConfig) -> list[str]:
     return ["-O3", "-lineinfo", "-Xptxas=-warn-spills", *cfg.nvcc_flags()]
 
@@ -54,6 +67,7 @@ def build(cfg: KernelConfig, verbose: bool = False):
         raise BuildError(f"torch with CUDA is needed to build extensions ({e}); "
                          "install the 'gpu' extra") from None
     os.environ["TORCH_CUDA_ARCH_LIST"] = _arch_list()
+    _ninja_on_path()
     build_dir = BUILD_ROOT / cfg.slug
     build_dir.mkdir(parents=True, exist_ok=True)
     try:
@@ -124,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         ids = list(KERNEL_IDS) if "all" in args.kernels else args.kernels
-        cfgs = [variant(k, gpu=_gpu_slug_or_none()) for k in ids]
+        cfgs = [variant(k, gpu=local_gpu_slug()) for k in ids]
         t0 = time.perf_counter()
         build_many(cfgs, jobs=args.jobs, progress=_progress)
         print(f"{len(cfgs)} variant(s) ready in {time.perf_counter() - t0:.1f}s")
@@ -137,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _gpu_slug_or_none() -> str | None:
+def local_gpu_slug() -> str | None:
+    """Slug of the GPU torch sees ('h200'), or None without torch or a GPU."""
     try:
         import torch
 

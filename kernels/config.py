@@ -228,6 +228,18 @@ def variant(n: int | str, gpu: str | None = None) -> KernelConfig:
     return VARIANTS[n]
 
 
+def variant_origin(n: int | str, gpu: str | None = None) -> str:
+    """Where ``variant(n, gpu)`` comes from, in words."""
+    variant(n, gpu)  # the same errors for a bad n
+    n = int(n)
+    if n == 7 and gpu is not None and gpu in load_tuned():
+        return f"tuned for {gpu} ({TUNED_FILE.name})"
+    if n == 7:
+        why = f"{TUNED_FILE.name} has no entry for {gpu}" if gpu else "no GPU to pick a tuned one for"
+        return f"the series' RTX 3090 config ({why})"
+    return "the series' config"
+
+
 def gpu_slug(name: str) -> str:
     """'NVIDIA H200' -> 'h200', 'NVIDIA GeForce RTX 3090' -> 'rtx3090', 'NVIDIA A100-SXM4-80GB' -> 'a100'."""
     s = name.lower().replace("nvidia", "").replace("geforce", "").strip()

@@ -32,11 +32,11 @@ def require_gpu():
     try:
         import torch
     except ImportError:
-        raise FlashprofError("no CUDA GPU usable: torch is not installed (this command needs the 'gpu' "
-                             "extra on a machine with an NVIDIA GPU)") from None
+        raise FlashprofError("no CUDA GPU usable: torch is not installed (on a GPU machine: "
+                             "make setup GPU=1; make doctor says what is missing)") from None
     if not torch.cuda.is_available():
         raise FlashprofError("no CUDA GPU is visible (torch.cuda.is_available() is False); "
-                             "run this on a machine with an NVIDIA GPU")
+                             "run this on a machine with an NVIDIA GPU (make doctor says what it sees)")
     return torch
 
 

@@ -27,9 +27,9 @@ VALID = "1, 2, 3, 4, 5, 6, 7, ref, cudnn or all"
 NCU_MISSING = ("Nsight Compute ('ncu') not found: install Nsight Compute, put ncu on PATH or set "
                "FLASHPROF_NCU=/path/to/ncu")
 NO_GPU = ("no CUDA GPU is visible (torch.cuda.is_available() is False); "
-          "run this on a machine with an NVIDIA GPU")
-NO_TORCH = ("no CUDA GPU usable: torch is not installed (this command needs the 'gpu' extra on a "
-            "machine with an NVIDIA GPU)")
+          "run this on a machine with an NVIDIA GPU (make doctor says what it sees)")
+NO_TORCH = ("no CUDA GPU usable: torch is not installed (on a GPU machine: make setup GPU=1; "
+            "make doctor says what is missing)")
 
 FAKE_TORCH = '''"""Stand-in torch for the bad-input tests: FAKE_TORCH=gpu|nogpu|missing|hang."""
 import os, sys, time
