@@ -23,7 +23,7 @@ PY      = $(if $(wildcard $(VENV_PY)),$(VENV_PY),$(error no $(VENV) here: run 'm
 
 # User values reach the recipes through the environment, quoted: a KERNEL such as
 # "6; rm -rf /" is one argument that profiling/kernels reject, never shell code.
-export KERNEL SEQ DTYPE SET ARCH A B REPORTS WHEELS
+export KERNEL SEQ DTYPE SET ARCH A B REPORTS WHEELS WORKERS
 
 .DEFAULT_GOAL := help
 .PHONY: help setup doctor test figures build profile bench gpu-session tune sass sass-diff sass-data gap summary notebook clean
@@ -62,8 +62,8 @@ bench: ## benchmark kernels 1-7 against the reference
 gpu-session: ## on a GPU machine: build all, GPU tests, bench, profile all (logs in reports/<gpu>/logs)
 	$(PY) -m profiling.session
 
-tune: ## auto-tune kernel 7 on this GPU
-	$(PY) -m profiling.tune
+tune: ## auto-tune kernel 7 on this GPU (WORKERS=n: worker processes, default one per GPU)
+	$(PY) -m profiling.tune $${WORKERS:+--workers "$$WORKERS"}
 
 sass: setup ## registers, spills, smem and SASS opcodes of kernel KERNEL for ARCH
 	$(VENV_PY) -m kernels.sass "$$KERNEL" --arch "$$ARCH"
