@@ -53,7 +53,7 @@ def check_count(kernels: list[str], limit: int, spec: str, regex: str | None = N
 
 def _short(name: str) -> str:
     """'void at::native::foo_kernel<4, float>(int, float*)' -> 'foo_kernel'."""
-    head = name.split("(", 1)[0]
+    head = name.replace("(anonymous namespace)", "anonymous").split("(", 1)[0]
     depth, cut = 0, len(head)
     for i, ch in enumerate(head):  # drop template arguments
         if ch == "<":

@@ -73,7 +73,7 @@ def _import(us: UserSpec):
             return importlib.import_module(us.module)
         except ModuleNotFoundError as e:
             if e.name and us.module.startswith(e.name):
-                raise FlashprofError(f"target {us.spec}: no module named {us.module!r} "
+                raise FlashprofError(f"target {us.spec}: no module named {e.name!r} "
                                      "(is it installed in this Python?)") from None
             raise FlashprofError(f"target {us.spec}: importing {us.module} failed: {_one_line(e)}") from None
         except Exception as e:  # the user's module code raised while importing
