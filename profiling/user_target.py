@@ -88,7 +88,8 @@ def _import(us: UserSpec):
     if loader_spec is None or loader_spec.loader is None:
         raise FlashprofError(f"target {us.spec}: cannot load {us.module} as Python source")
     module = importlib.util.module_from_spec(loader_spec)
-    sys.path.insert(0, str(path.parent))  # so the file can import its neighbours
+    if str(path.parent) not in sys.path:  # last, so a neighbour never shadows the suite's packages
+        sys.path.append(str(path.parent))
     sys.modules[mod_name] = module  # Triton and dataclasses look their module up by name
     try:
         loader_spec.loader.exec_module(module)

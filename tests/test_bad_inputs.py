@@ -331,28 +331,22 @@ def test_run_cli_keyboard_interrupt(capsys):
     assert capsys.readouterr().err == "bench: interrupted\n"
 
 
-def test_makefile_quotes_kernel():
-    """`make profile KERNEL='6; echo X'` must not run `echo X` (KERNEL reaches a shell)."""
+@pytest.mark.parametrize("target,setting,refusal", [
+    ("profile", "KERNEL=6; echo INJECTED", "unknown KERNEL '6; echo INJECTED'"),
+    ("profile", "TARGET=x.py:f; echo INJECTED", "bad target 'x.py:f; echo INJECTED': 'f; echo INJECTED' is not a Python name"),
+    ("bench", "TARGET=x.py:f; echo INJECTED", "bad target 'x.py:f; echo INJECTED'"),
+    ("profile", "KERNEL_REGEX=x\"; echo INJECTED; \"", "no such file x.py"),
+])
+def test_makefile_quotes_user_values(target, setting, refusal):
+    """`make profile KERNEL='6; echo X'` must not run `echo X` (the value reaches a shell):
+    each value is one argument, refused by the CLI."""
     import shutil
-    import sys
 
     if not shutil.which("make"):
         pytest.skip("make is not installed")
-    r = subprocess.run(["make", "--no-print-directory", "profile", "KERNEL=6; echo INJECTED", f"PY={sys.executable}"],
+    extra = ["TARGET=x.py:f"] if setting.startswith("KERNEL_REGEX") else []
+    r = subprocess.run(["make", "--no-print-directory", target, setting, *extra, f"PY={PY}"],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode != 0
     assert "INJECTED" not in r.stdout.splitlines()  # the echo never ran
-    assert "unknown KERNEL '6; echo INJECTED'" in r.stderr  # one argument, refused by the CLI
-
-
-def test_makefile_quotes_target():
-    """`make profile TARGET='x.py:f; echo X'`: one argument, refused, the echo never runs."""
-    import shutil
-
-    if not shutil.which("make"):
-        pytest.skip("make is not installed")
-    r = subprocess.run(["make", "--no-print-directory", "profile", "TARGET=x.py:f; echo INJECTED", f"PY={PY}"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert r.returncode != 0
-    assert "INJECTED" not in r.stdout.splitlines()
-    assert "bad target 'x.py:f; echo INJECTED': 'f; echo INJECTED' is not a Python name" in r.stderr
+    assert refusal in r.stderr

@@ -114,6 +114,12 @@ def test_diagnose_nonzero_exit_quotes_the_error_line():
     assert diagnose("just a last line\n", 2) == "ncu failed (exit 2): just a last line"
 
 
+def test_diagnose_prefers_the_programs_own_error():
+    out = ("==PROF== Connected\ntarget: error: target x.py:f raised ValueError: bad block\n"
+           "==ERROR== The application returned an error code (2).\n")
+    assert diagnose(out, 2) == "the profiled program failed under ncu: target x.py:f raised ValueError: bad block"
+
+
 def test_diagnose_success_is_none():
     assert diagnose("==PROF== Report: /r/kernel6.ncu-rep\n", 0) is None
 
