@@ -124,9 +124,10 @@ def profile_all(names: list[str], shape, args, ncu: str) -> int:
         print(f"[{label}] {target.title}: build + correctness check", file=sys.stderr, flush=True)
         fn = target.callable()
         verdict = None if args.no_gate else require(fn, shape, args.dtype, target.title)
-        regex = getattr(args, "kernel_regex", None) or target.kernel_regex
+        user_regex = getattr(args, "kernel_regex", None)  # KERNEL_REGEX=, else the target's own
+        regex = user_regex or target.kernel_regex
         limit = getattr(args, "max_launches", MAX_LAUNCHES)
-        counted = precount(target, fn, shape, args.dtype, regex, limit) if target.user else None
+        counted = precount(target, fn, shape, args.dtype, user_regex, limit) if target.user else None
         stem = report_stem(target.stem, shape.seq, shape.batch, shape.heads, args.dtype, args.section_set)
         report = out_dir / f"{stem}.ncu-rep"
         fresh = pending / report.name
@@ -149,7 +150,7 @@ def profile_all(names: list[str], shape, args, ncu: str) -> int:
         profiled = ncu_kernels(ncu_out)
         if target.user:
             try:
-                check_count(profiled, limit, target.user.spec, getattr(args, "kernel_regex", None))
+                check_count(profiled, limit, target.user.spec, user_regex)
             except FlashprofError:
                 fresh.unlink(missing_ok=True)  # refused: nothing lands in reports/
                 raise
@@ -195,7 +196,7 @@ def profile_all(names: list[str], shape, args, ncu: str) -> int:
     return 0
 
 
-def precount(target, fn, shape, dtype: str, regex: str, limit: int) -> list[str] | None:
+def precount(target, fn, shape, dtype: str, regex: str | None, limit: int) -> list[str] | None:
     """Kernels one warmed-up call launches (PyTorch profiler), refused early if none or too
     many; None when the profiler sees no kernels on this machine (ncu's count decides)."""
     import torch
@@ -213,8 +214,8 @@ def precount(target, fn, shape, dtype: str, regex: str, limit: int) -> list[str]
         print(f"profile: warning: the PyTorch profiler sees no kernels here; ncu will count "
               f"{target.user.spec}'s launches", file=sys.stderr)
         return None
-    kept = matching(kernels, None if regex == target.kernel_regex else regex)
-    check_count(kept, limit, target.user.spec, None if regex == target.kernel_regex else regex)
+    kept = matching(kernels, regex)
+    check_count(kept, limit, target.user.spec, regex)
     return kept
 
 
