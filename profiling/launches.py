@@ -77,6 +77,9 @@ def matching(kernels: list[str], regex: str | None) -> list[str]:
 def profiler_kernels(call) -> list[str] | None:
     """Kernels ``call()`` launches, in order, seen by the PyTorch profiler; None when the
     profiler cannot see kernels on this machine at all (then only ncu's count is used)."""
+    import os
+
+    os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # keep libkineto's console chatter off stderr
     import torch
     from torch.profiler import ProfilerActivity, profile
 
