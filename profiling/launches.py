@@ -8,6 +8,7 @@ launched more than the limit inside the NVTX range is seen and its report discar
 """
 from __future__ import annotations
 
+import os
 import re
 
 from .errors import FlashprofError
@@ -77,8 +78,6 @@ def matching(kernels: list[str], regex: str | None) -> list[str]:
 def profiler_kernels(call) -> list[str] | None:
     """Kernels ``call()`` launches, in order, seen by the PyTorch profiler; None when the
     profiler cannot see kernels on this machine at all (then only ncu's count is used)."""
-    import os
-
     os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # keep libkineto's console chatter off stderr
     import torch
     from torch.profiler import ProfilerActivity, profile
