@@ -2,6 +2,7 @@
 #   make            list targets
 #   make sass KERNEL=5 ARCH=sm_80     (defaults: KERNEL=6 SEQ=4096 DTYPE=fp16 SET=full ARCH=sm_90 A=5 B=6)
 #   make setup GPU=1 WHEELS=.whl      (GPU machine: venv over the system's CUDA torch; wheels, no registry)
+#   make profile TARGET=examples/triton_attention.py:attention   (your own fn(q, k, v) -> o; README)
 
 KERNEL  ?= 6
 SEQ     ?= 4096
@@ -11,6 +12,11 @@ ARCH    ?= sm_90
 A       ?= 5
 B       ?= 6
 REPORTS ?= reports/h200
+# Your own attention (profile, bench): path/to/file.py:fn or module:fn; empty = KERNEL.
+TARGET  ?=
+KERNEL_REGEX ?=
+MAX_LAUNCHES ?= 8
+SEQS    ?=
 
 VENV    := .venv
 VENV_PY := $(VENV)/bin/python
@@ -23,7 +29,7 @@ PY      = $(if $(wildcard $(VENV_PY)),$(VENV_PY),$(error no $(VENV) here: run 'm
 
 # User values reach the recipes through the environment, quoted: a KERNEL such as
 # "6; rm -rf /" is one argument that profiling/kernels reject, never shell code.
-export KERNEL SEQ DTYPE SET ARCH A B REPORTS WHEELS WORKERS
+export KERNEL SEQ DTYPE SET ARCH A B REPORTS WHEELS WORKERS TARGET KERNEL_REGEX MAX_LAUNCHES SEQS
 
 .DEFAULT_GOAL := help
 .PHONY: help setup doctor test figures build profile bench gpu-session tune sass sass-diff sass-data gap summary notebook clean
@@ -51,13 +57,14 @@ figures: setup ## draw the figures from REPORTS
 build: ## build kernel KERNEL as a torch extension (GPU machine)
 	$(PY) -m kernels.build "$$KERNEL"
 
-profile: ## profile KERNEL (1-7, ref, cudnn, all) with Nsight Compute, then summarise and draw it
-	$(PY) -m profiling.profile "$$KERNEL" --seq "$$SEQ" --dtype "$$DTYPE" --set "$$SET" --paths-file build/last_profile.txt
+profile: ## profile KERNEL (1-7, ref, cudnn, all) or TARGET=file.py:fn with Nsight Compute, then summarise and draw it
+	$(PY) -m profiling.profile "$${TARGET:-$$KERNEL}" --seq "$$SEQ" --dtype "$$DTYPE" --set "$$SET" \
+		--max-launches "$$MAX_LAUNCHES" $${KERNEL_REGEX:+--kernel-regex "$$KERNEL_REGEX"} --paths-file build/last_profile.txt
 	$(PY) -m analysis summary $$(cat build/last_profile.txt)
 	$(PY) -m analysis.figures --reports $$(dirname $$(head -n 1 build/last_profile.txt))
 
-bench: ## benchmark kernels 1-7 against the reference
-	$(PY) -m profiling.bench
+bench: ## benchmark kernels 1-7 (or TARGET=file.py:fn; SEQS=1024,4096) against the reference
+	$(PY) -m profiling.bench $${TARGET:+--kernels "$$TARGET"} $${SEQS:+--seqs "$$SEQS"}
 
 gpu-session: ## on a GPU machine: build all, GPU tests, bench, profile all (logs in reports/<gpu>/logs)
 	$(PY) -m profiling.session

@@ -8,6 +8,8 @@ reported. Every kernel passes the correctness gate first. % of FA2 compares agai
 "ref" target measured in the same run; the harmonic mean over S is of TFLOP/s.
 
 Output: reports/<gpu>/bench.csv (+ bench.json sidecar); an old pair moves to history/.
+With a user target (--kernels path/to/file.py:fn, `make bench TARGET=...`) the default
+output is reports/<gpu>/bench_<target name>.csv, its sidecar recording the target's source.
 """
 from __future__ import annotations
 
@@ -154,7 +156,8 @@ def retire_file(path: Path) -> Path | None:
 
 def main(argv: list[str] | None = None) -> int:
     p = ArgumentParser(prog="python -m profiling.bench", description=__doc__.splitlines()[0])
-    p.add_argument("--kernels", default="all", help="comma list of 1-7, ref, cudnn (default all)")
+    p.add_argument("--kernels", default="all",
+                   help="comma list of 1-7, ref, cudnn, path/to/file.py:fn, module:fn (default all)")
     p.add_argument("--seqs", default=",".join(map(str, BENCH_SEQS)))
     p.add_argument("--dtype", default="fp16")
     p.add_argument("--reps", type=int, default=30)
@@ -164,9 +167,11 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         from .env import check_writable, git_info, gpu_info, now, smi_clocks, software, write_json_atomic
-        from .targets import parse_names
+        from .targets import parse_names, resolve
+        from .user_target import is_spec
 
         names = parse_names(args.kernels.split(","))
+        users = [resolve(n) for n in names if is_spec(n)]  # a bad file or function before "no GPU"
         if "ref" not in names:
             names.append("ref")
         check_dtype(args.dtype)
@@ -181,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.out:
             check_writable(args.out.parent)
         gpu = gpu_info()
-        out = args.out or ROOT / "reports" / gpu["slug"] / "bench.csv"
+        default = f"bench_{'_'.join(t.name for t in users)}.csv" if users else "bench.csv"
+        out = args.out or ROOT / "reports" / gpu["slug"] / default
         check_writable(out.parent)
         clocks0 = smi_clocks()
         t0 = time.perf_counter()
@@ -193,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
         write_csv(rows, out)
         from kernels.config import variant
 
+        from .user_target import source_info
+
         write_json_atomic(out.with_suffix(".json"), {
             "schema": 1, "what": "bench", "gpu": gpu,
             "clocks": {"nvidia_smi_before": clocks0, "nvidia_smi_after": smi_clocks()},
@@ -201,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
                        "flops": "4*B*H*S^2*d", "reference": "ref = torch SDPA FLASH_ATTENTION backend",
                        "harmonic_mean": "over S of TFLOP/s"},
             "configs": {n: variant(n, gpu=gpu["slug"]).to_dict() for n in names if n.isdigit()},
+            "user_targets": {t.name: source_info(t.user_fn.wrapped, t.user) for t in users},
             "software": software(), "git": git_info(),
             "command": " ".join(sys.argv), "created": now(), "seconds": round(time.perf_counter() - t0, 1),
         })

@@ -113,6 +113,11 @@ def diagnose(output: str, returncode: int) -> str | None:
         return ("ncu profiled no kernel: the NVTX range or the kernel-name filter matched nothing "
                 "(is the target's kernel name what the filter expects?)")
     if returncode != 0:
+        # The profiled program's own one-line error (a user target that raised, say) says more
+        # than ncu's "The application returned an error code" after it.
+        own = [ln for ln in output.splitlines() if ln.startswith("target: error: ")]
+        if own:
+            return f"the profiled program failed under ncu: {own[-1][len('target: error: '):].strip()}"
         errs = [ln for ln in output.splitlines() if "==ERROR==" in ln or "error:" in ln]
         tail = errs[-1] if errs else (output.strip().splitlines() or ["(no output)"])[-1]
         return f"ncu failed (exit {returncode}): {tail.strip()}"

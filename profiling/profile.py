@@ -1,5 +1,9 @@
-"""`make profile KERNEL=<1..7|ref|cudnn|all>`: build, gate, collect one Nsight Compute
-report per target, and write its sidecar.
+"""`make profile KERNEL=<1..7|ref|cudnn|all>` or `TARGET=path/to/file.py:fn`: build, gate,
+collect one Nsight Compute report per target, and write its sidecar.
+
+A user target (see user_target.py) gets every kernel its one call launches inside the NVTX
+range, each its own record in the report (or those matching --kernel-regex), at most
+--max-launches of them; its sidecar also records the spec, the source's sha256 and git state.
 
 Output: reports/<gpu>/<stem>.ncu-rep + <stem>.json (variant config, shape, dtype, GPU,
 driver, clocks, ncu version and command, git revision). An existing report is moved to
@@ -18,7 +22,9 @@ from pathlib import Path
 from kernels.config import variant
 
 from .errors import ArgumentParser, FlashprofError, run_cli
+from .launches import check_count, check_limit, check_regex, matching, ncu_kernels
 from .ncu import SECTION_SETS, NcuOptions, find_ncu, ncu_command, ncu_version, retire, run_ncu
+from .user_target import MAX_LAUNCHES, is_spec, source_info
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,7 +55,7 @@ def check_seq(names: list[str], seq: int, gpu: str | None = None) -> None:
 
 def parse_args(argv):
     p = ArgumentParser(prog="python -m profiling.profile", description=__doc__.splitlines()[0])
-    p.add_argument("kernel", help="1-7, ref, cudnn, all, or a comma list")
+    p.add_argument("kernel", help="1-7, ref, cudnn, all, path/to/file.py:fn, module:fn, or a comma list")
     p.add_argument("--seq", type=int, default=4096)
     p.add_argument("--batch", type=int, default=None, help="default: the seed's batch for SEQ")
     p.add_argument("--heads", type=int, default=16)
@@ -58,6 +64,10 @@ def parse_args(argv):
     p.add_argument("--clock-control", default="none", choices=("none", "base"))
     p.add_argument("--out-dir", type=Path, default=None, help="default: reports/<gpu>")
     p.add_argument("--paths-file", type=Path, default=None, help="write the report paths here")
+    p.add_argument("--kernel-regex", default=None,
+                   help="profile only launches whose kernel name matches (default: the target's own)")
+    p.add_argument("--max-launches", type=int, default=MAX_LAUNCHES,
+                   help=f"user targets: refuse a call that launches more kernels (default {MAX_LAUNCHES})")
     p.add_argument("--no-gate", action="store_true", help="skip the correctness check (not recommended)")
     return p.parse_args(argv)
 
@@ -67,12 +77,17 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         from .env import check_writable, require_gpu
-        from .targets import parse_names
+        from .targets import parse_names, resolve
         from .workload import Shape, check_dtype, seed_shape
 
         # Cheapest and most specific first: KERNEL, dtype, shape, tile, output paths; only
         # then the machine (GPU, then ncu), so a typo is never reported as "no GPU".
         names = parse_names(args.kernel)
+        for n in names:
+            if is_spec(n):
+                resolve(n)  # imports the user's file: a missing file or function is not "no GPU"
+        check_regex(args.kernel_regex)
+        check_limit(args.max_launches)
         check_dtype(args.dtype)
         batch = args.batch if args.batch is not None else seed_shape(args.seq).batch
         shape = Shape(batch, args.seq, args.heads)
@@ -109,6 +124,10 @@ def profile_all(names: list[str], shape, args, ncu: str) -> int:
         print(f"[{label}] {target.title}: build + correctness check", file=sys.stderr, flush=True)
         fn = target.callable()
         verdict = None if args.no_gate else require(fn, shape, args.dtype, target.title)
+        user_regex = getattr(args, "kernel_regex", None)  # KERNEL_REGEX=, else the target's own
+        regex = user_regex or target.kernel_regex
+        limit = getattr(args, "max_launches", MAX_LAUNCHES)
+        counted = precount(target, fn, shape, args.dtype, user_regex, limit) if target.user else None
         stem = report_stem(target.stem, shape.seq, shape.batch, shape.heads, args.dtype, args.section_set)
         report = out_dir / f"{stem}.ncu-rep"
         fresh = pending / report.name
@@ -119,21 +138,31 @@ def profile_all(names: list[str], shape, args, ncu: str) -> int:
             raise FlashprofError(f"cannot prepare {fresh}: {e.strerror}") from None
         program = [sys.executable, "-m", "profiling.target", name, "--batch", str(shape.batch),
                    "--seq", str(shape.seq), "--heads", str(shape.heads), "--dtype", args.dtype]
-        opts = NcuOptions(output=fresh.with_suffix(""), kernel_regex=target.kernel_regex,
-                          section_set=args.section_set, clock_control=args.clock_control)
+        # A user target: room for one launch over the limit, so ncu's own count can refuse it.
+        opts = NcuOptions(output=fresh.with_suffix(""), kernel_regex=regex,
+                          section_set=args.section_set, clock_control=args.clock_control,
+                          launch_count=limit + 1 if target.user else 1)
         cmd = ncu_command(ncu, opts, program)
         clocks_before = smi_clocks()
-        _, ncu_secs = run_ncu(cmd, target.stem)
+        ncu_out, ncu_secs = run_ncu(cmd, target.stem)
         if not fresh.exists():
             raise FlashprofError(f"ncu finished but wrote no report at {fresh}")
+        profiled = ncu_kernels(ncu_out)
+        if target.user:
+            try:
+                check_count(profiled, limit, target.user.spec, user_regex)
+            except FlashprofError:
+                fresh.unlink(missing_ok=True)  # refused: nothing lands in reports/
+                raise
         old = retire(report)
         if old:
             print(f"[{label}] previous report kept as {old}", file=sys.stderr)
         os.replace(fresh, report)
         sidecar = {
             "schema": 1,
-            "kernel": name,
+            "kernel": target.name,
             "title": target.title,
+            "target": user_sidecar(target, counted, limit) if target.user else None,
             "config": target.config.to_dict() if target.config else None,
             "config_slug": target.config.slug if target.config else None,
             "shape": shape.to_dict(),
@@ -144,7 +173,8 @@ def profile_all(names: list[str], shape, args, ncu: str) -> int:
                        "clock_control": args.clock_control,
                        "note": "the SM clock during the profiled launch is in the report "
                                "(sm__cycles_elapsed.avg.per_second)"},
-            "ncu": {"version": version, "section_set": args.section_set, "kernel_regex": target.kernel_regex,
+            "ncu": {"version": version, "section_set": args.section_set, "kernel_regex": regex,
+                    "launch_count": opts.launch_count, "profiled_kernels": profiled,
                     # the command as run, with the report's final path (ncu wrote it to .incomplete/)
                     "args": [str(report.with_suffix("")) if a == str(fresh.with_suffix("")) else a for a in cmd[1:]],
                     "seconds": round(ncu_secs, 2)},
@@ -164,6 +194,36 @@ def profile_all(names: list[str], shape, args, ncu: str) -> int:
     for p in paths:
         print(p)
     return 0
+
+
+def precount(target, fn, shape, dtype: str, regex: str | None, limit: int) -> list[str] | None:
+    """Kernels one warmed-up call launches (PyTorch profiler), refused early if none or too
+    many; None when the profiler sees no kernels on this machine (ncu's count decides)."""
+    import torch
+
+    from .launches import profiler_kernels
+    from .workload import make_inputs
+
+    q, k, v = make_inputs(shape, dtype)
+    for _ in range(3):  # the same warm-up as profiling.target: compilation, autotuning
+        fn(q, k, v)
+    kernels = profiler_kernels(lambda: fn(q, k, v))
+    del q, k, v
+    torch.cuda.empty_cache()
+    if kernels is None:
+        print(f"profile: warning: the PyTorch profiler sees no kernels here; ncu will count "
+              f"{target.user.spec}'s launches", file=sys.stderr)
+        return None
+    kept = matching(kernels, regex)
+    check_count(kept, limit, target.user.spec, regex)
+    return kept
+
+
+def user_sidecar(target, counted: list[str] | None, limit: int) -> dict:
+    info = source_info(target.user_fn.wrapped, target.user)
+    info["max_launches"] = limit
+    info["profiler_kernels"] = counted
+    return info
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 inside the NVTX range "flashprof" (ncu --nvtx-include flashprof/ picks that launch).
 
 python -m profiling.target KERNEL --batch B --seq S --heads H --dtype fp16 [--warmup N]
-Also used, at small sizes, under compute-sanitizer.
+KERNEL may be a user target (path/to/file.py:fn); its call may launch several kernels, all
+inside the range. Also used, at small sizes, under compute-sanitizer.
 """
 from __future__ import annotations
 

@@ -1,25 +1,33 @@
-"""What can be measured: kernels 1-7 (our variants) and the references "ref" (FA2) and
-"cudnn". One place maps a user's KERNEL value to a callable, its config and the name
-regex Nsight Compute uses to pick its launch."""
+"""What can be measured: kernels 1-7 (our variants), the references "ref" (FA2) and
+"cudnn", and user code named by a target spec (path/to/file.py:fn or module:fn, see
+user_target.py). One place maps a user's KERNEL value to a callable, its config and the
+name regex Nsight Compute uses to pick its launch."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from kernels.config import KERNEL_IDS, TITLES, KernelConfig, variant
 
 from .errors import FlashprofError
 from .reference import REFERENCES
+from .user_target import UserSpec, is_spec, parse_spec
 
 TARGET_NAMES = tuple(str(k) for k in KERNEL_IDS) + tuple(REFERENCES)
 OUR_KERNEL_REGEX = "flash_fwd_kernel"
+#: User targets: every kernel launched inside the NVTX range (KERNEL_REGEX= narrows it).
+USER_KERNEL_REGEX = ".*"
+VALID_HINT = f"{', '.join(TARGET_NAMES)} or all, or your own path/to/file.py:function"
 
 
 @dataclass(frozen=True)
 class Target:
-    name: str                      # "1".."7", "ref", "cudnn"
+    name: str                      # "1".."7", "ref", "cudnn", or a user target's name
     title: str
-    config: KernelConfig | None    # None for references
+    config: KernelConfig | None    # None for references and user targets
     kernel_regex: str
+    user: UserSpec | None = None   # set for user code
+    user_fn: Callable | None = None  # the user's fn(q, k, v) wrapped as run(q, k, v, out=None)
 
     @property
     def stem(self) -> str:
@@ -27,6 +35,8 @@ class Target:
 
     def callable(self):
         """Build/load and return fn(q, k, v, out=None)."""
+        if self.user_fn is not None:
+            return self.user_fn
         if self.config is None:
             from .reference import sdpa
 
@@ -37,7 +47,7 @@ class Target:
 
 
 def parse_names(spec: str | list[str]) -> list[str]:
-    """'6' / 'all' / 'ref' / '1,2,ref' -> validated target names."""
+    """'6' / 'all' / 'ref' / '1,2,ref' / 'file.py:fn' -> validated target names (specs kept as given)."""
     items = spec if isinstance(spec, list) else [spec]
     names: list[str] = []
     for item in items:
@@ -47,9 +57,11 @@ def parse_names(spec: str | list[str]) -> list[str]:
                 names.extend(TARGET_NAMES)
             elif part in TARGET_NAMES:
                 names.append(part)
+            elif is_spec(part):
+                parse_spec(part)
+                names.append(part)
             else:
-                raise FlashprofError(f"unknown KERNEL {part!r}: valid values are "
-                                     f"{', '.join(TARGET_NAMES)} or all")
+                raise FlashprofError(f"unknown KERNEL {part!r}: valid values are {VALID_HINT}")
     return list(dict.fromkeys(names))
 
 
@@ -58,9 +70,20 @@ def resolve(name: str, gpu: str | None = None) -> Target:
     if len(names) != 1:
         raise FlashprofError(f"one KERNEL expected here, got {name!r} ({len(names)} targets)")
     (name,) = names
+    if is_spec(name):
+        return user_target(name)
     if name in REFERENCES:
         backend, title, regex = REFERENCES[name]
         return Target(name, title, None, regex)
     n = int(name)
     cfg = variant(n, gpu=gpu)
     return Target(name, f"kernel {n}: {TITLES[n]}", cfg, OUR_KERNEL_REGEX)
+
+
+def user_target(spec: str) -> Target:
+    """Import the user's code (no GPU needed) and wrap it as a Target."""
+    from .user_target import adapt, load, title_of
+
+    us = parse_spec(spec)
+    fn, layout = load(us)
+    return Target(us.name, title_of(fn, us), None, USER_KERNEL_REGEX, user=us, user_fn=adapt(fn, layout, spec))

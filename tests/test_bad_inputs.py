@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 KERNEL6 = ROOT / "reports" / "h200" / "kernel6.ncu-rep"
-VALID = "1, 2, 3, 4, 5, 6, 7, ref, cudnn or all"
+VALID = "1, 2, 3, 4, 5, 6, 7, ref, cudnn or all, or your own path/to/file.py:function"
 NCU_MISSING = ("Nsight Compute ('ncu') not found: install Nsight Compute, put ncu on PATH or set "
                "FLASHPROF_NCU=/path/to/ncu")
 NO_GPU = ("no CUDA GPU is visible (torch.cuda.is_available() is False); "
@@ -92,6 +92,11 @@ def files(tmp_path_factory):
     ncu.write_text("#!/bin/sh\necho 'Version 2025.1.1.0'\n")
     ncu.chmod(0o755)
     (d / "emptybin").mkdir()
+    byo = d / "byo"  # user targets (issue 19); none imports torch, so "no GPU" comes last
+    byo.mkdir()
+    (byo / "ok.py").write_text("def attention(q, k, v):\n    return q\n")
+    (byo / "two_args.py").write_text("def attention(q, k):\n    return q\n")
+    (byo / "raises.py").write_text("raise RuntimeError('this kernel needs sm_100')\n")
     return d
 
 
@@ -103,6 +108,7 @@ def cases(d: Path) -> dict:
     notorch = dict(PYTHONPATH=fake, FAKE_TORCH="missing")
     no_ncu = dict(gpu, PATH=str(d / "emptybin"), FLASHPROF_NCU=None)
     prof = [PY, "-m", "profiling.profile"]
+    byo = d / "byo"
     an = [PY, "-m", "analysis", "summary", "--no-cache"]
     c = {
         # ---- KERNEL values: always the first thing checked, even with no GPU and no ncu
@@ -165,6 +171,31 @@ def cases(d: Path) -> dict:
         "target_all": ([PY, "-m", "profiling.target", "all"], notorch,
                        "target: error: one KERNEL expected here, got 'all' (9 targets)"),
         "target_no_gpu": ([PY, "-m", "profiling.target", "6"], nogpu, f"target: error: {NO_GPU}"),
+        # ---- user targets (TARGET=file.py:fn): checked before the machine, like KERNEL
+        "target_missing_file": (prof + [f"{byo}/missing.py:attention"], nogpu,
+                                f"profile: error: target {byo}/missing.py:attention: no such file {byo}/missing.py"),
+        "target_no_function": (prof + [f"{byo}/ok.py:attn"], nogpu,
+                               f"profile: error: target {byo}/ok.py:attn: {byo}/ok.py has no attribute 'attn'"),
+        "target_signature": (prof + [f"{byo}/two_args.py:attention"], nogpu,
+                             f"profile: error: target {byo}/two_args.py:attention: attention(q, k) cannot be "
+                             "called as attention(q, k, v)"),
+        "target_import_raises": (prof + [f"{byo}/raises.py:attention"], nogpu,
+                                 f"profile: error: target {byo}/raises.py:attention: importing {byo}/raises.py "
+                                 "failed: RuntimeError: this kernel needs sm_100"),
+        "target_bad_spec": (prof + ["x.py:1fn"], {}, "profile: error: bad target 'x.py:1fn': '1fn' is not a Python name"),
+        "target_no_module": (prof + ["no_such_pkg_byo:attention"], nogpu,
+                             "profile: error: target no_such_pkg_byo:attention: no module named 'no_such_pkg_byo' "
+                             "(is it installed in this Python?)"),
+        "target_regex": (prof + [f"{byo}/ok.py:attention", "--kernel-regex", "("], nogpu,
+                         lambda line: line.startswith("profile: error: bad KERNEL_REGEX '(': ")),
+        "target_max_launches": (prof + [f"{byo}/ok.py:attention", "--max-launches", "0"], nogpu,
+                                "profile: error: bad MAX_LAUNCHES 0: must be a positive integer"),
+        "target_ok_no_gpu": (prof + [f"{byo}/ok.py:attention"], nogpu, f"profile: error: {NO_GPU}"),
+        "bench_target_missing": ([PY, "-m", "profiling.bench", "--kernels", f"{byo}/missing.py:attention"], nogpu,
+                                 f"bench: error: target {byo}/missing.py:attention: no such file {byo}/missing.py"),
+        "target_prog_signature": ([PY, "-m", "profiling.target", f"{byo}/two_args.py:attention"], nogpu,
+                                  f"target: error: target {byo}/two_args.py:attention: attention(q, k) cannot be "
+                                  "called as attention(q, k, v)"),
         # ---- reports the analysis cannot read
         "empty_report": (an + [str(d / "empty.ncu-rep")], {}, f"analysis: error: {d / 'empty.ncu-rep'}: empty file"),
         "truncated_report": (an + [str(d / "truncated.ncu-rep")], {},
@@ -300,15 +331,22 @@ def test_run_cli_keyboard_interrupt(capsys):
     assert capsys.readouterr().err == "bench: interrupted\n"
 
 
-def test_makefile_quotes_kernel():
-    """`make profile KERNEL='6; echo X'` must not run `echo X` (KERNEL reaches a shell)."""
+@pytest.mark.parametrize("target,setting,refusal", [
+    ("profile", "KERNEL=6; echo INJECTED", "unknown KERNEL '6; echo INJECTED'"),
+    ("profile", "TARGET=x.py:f; echo INJECTED", "bad target 'x.py:f; echo INJECTED': 'f; echo INJECTED' is not a Python name"),
+    ("bench", "TARGET=x.py:f; echo INJECTED", "bad target 'x.py:f; echo INJECTED'"),
+    ("profile", "KERNEL_REGEX=x\"; echo INJECTED; \"", "no such file x.py"),
+])
+def test_makefile_quotes_user_values(target, setting, refusal):
+    """`make profile KERNEL='6; echo X'` must not run `echo X` (the value reaches a shell):
+    each value is one argument, refused by the CLI."""
     import shutil
-    import sys
 
     if not shutil.which("make"):
         pytest.skip("make is not installed")
-    r = subprocess.run(["make", "--no-print-directory", "profile", "KERNEL=6; echo INJECTED", f"PY={sys.executable}"],
+    extra = ["TARGET=x.py:f"] if setting.startswith("KERNEL_REGEX") else []
+    r = subprocess.run(["make", "--no-print-directory", target, setting, *extra, f"PY={PY}"],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode != 0
     assert "INJECTED" not in r.stdout.splitlines()  # the echo never ran
-    assert "unknown KERNEL '6; echo INJECTED'" in r.stderr  # one argument, refused by the CLI
+    assert refusal in r.stderr

@@ -114,6 +114,12 @@ def test_diagnose_nonzero_exit_quotes_the_error_line():
     assert diagnose("just a last line\n", 2) == "ncu failed (exit 2): just a last line"
 
 
+def test_diagnose_prefers_the_programs_own_error():
+    out = ("==PROF== Connected\ntarget: error: target x.py:f raised ValueError: bad block\n"
+           "==ERROR== The application returned an error code (2).\n")
+    assert diagnose(out, 2) == "the profiled program failed under ncu: target x.py:f raised ValueError: bad block"
+
+
 def test_diagnose_success_is_none():
     assert diagnose("==PROF== Report: /r/kernel6.ncu-rep\n", 0) is None
 
@@ -195,6 +201,9 @@ if mode == "crash":
 w('==PROF== Profiling "flash_fwd_kernel" - 0: 0%'); sys.stdout.flush(); time.sleep(0.3)
 w("....50%"); sys.stdout.flush(); time.sleep(0.3)
 w("....100% - 38 passes\n"); sys.stdout.flush()
+if mode == "many":  # a user target whose call launched more kernels (issue 19)
+    for i, name in enumerate(("softmax_kernel", "gemm_kernel"), 1):
+        w(f'==PROF== Profiling "{{name}}" - {{i}}: 0%....50%....100% - 38 passes\n')
 out = args[args.index("--export") + 1]
 out = out if out.endswith(".ncu-rep") else out + ".ncu-rep"
 if mode != "noreport":
@@ -422,3 +431,57 @@ def test_build_progress_format(capsys):
     _progress(3, 7, "built d128_br64 in 41.2s")
     assert capsys.readouterr().out == "[3/7] built d128_br64 in 41.2s\n"
 
+
+
+# --------------------------------------------------- user targets (issue 19)
+@pytest.fixture
+def user_file(tmp_path):
+    f = tmp_path / "src" / "my_attn.py"
+    f.parent.mkdir()
+    f.write_text('def attention(q, k, v):\n    """Mine."""\n    return q\n')
+    return f
+
+
+def test_profile_all_user_target(fake_ncu, fake_machine, user_file, tmp_path, monkeypatch):
+    import hashlib
+    import json
+
+    from profiling import profile
+    from profiling.workload import Shape
+
+    monkeypatch.setenv("FAKE_NCU_MODE", "many")
+    monkeypatch.setattr(profile, "precount", lambda *a: ["flash_fwd_kernel", "softmax_kernel", "gemm_kernel"])
+    args = _args(tmp_path, kernel_regex=None, max_launches=3)
+    args.paths_file.parent.mkdir()
+    spec = f"{user_file}:attention"
+    assert profile.profile_all([spec], Shape(2, 1024, 4), args, str(fake_ncu)) == 0
+    rep = args.out_dir / "my_attn-attention_s1024_b2_h4_fp16_full.ncu-rep"
+    assert rep.read_text().startswith("NEW REPORT")
+    cmd = rep.read_text().split()
+    assert cmd[cmd.index("--kernel-name") + 1] == "regex:.*" and cmd[cmd.index("--launch-count") + 1] == "4"
+    i = cmd.index("profiling.target")
+    assert cmd[i + 1:i + 3] == [spec, "--batch"]
+    side = json.loads(rep.with_name("my_attn-attention_s1024_b2_h4_fp16_full.json").read_text())
+    assert side["kernel"] == "my_attn-attention" and side["title"] == "my_attn-attention: Mine."
+    assert side["ncu"]["profiled_kernels"] == ["flash_fwd_kernel", "softmax_kernel", "gemm_kernel"]
+    assert side["ncu"]["launch_count"] == 4 and side["ncu"]["kernel_regex"] == ".*"
+    t = side["target"]
+    assert t["spec"] == spec and t["file"] == str(user_file) and t["max_launches"] == 3
+    assert t["sha256"] == hashlib.sha256(user_file.read_bytes()).hexdigest() and t["layout"] == "bshd"
+
+
+def test_profile_all_user_target_over_limit_writes_nothing(fake_ncu, fake_machine, user_file, tmp_path,
+                                                           monkeypatch):
+    """ncu's count is the authority: 3 kernels in the range with MAX_LAUNCHES=2 is refused."""
+    from profiling import profile
+    from profiling.workload import Shape
+
+    monkeypatch.setenv("FAKE_NCU_MODE", "many")
+    monkeypatch.setattr(profile, "precount", lambda *a: None)  # the PyTorch profiler saw nothing
+    args = _args(tmp_path, kernel_regex="kernel$", max_launches=2)
+    with pytest.raises(FlashprofError) as e:
+        profile.profile_all([f"{user_file}:attention"], Shape(2, 1024, 4), args, str(fake_ncu))
+    assert str(e.value) == (f"target {user_file}:attention launched 3 kernels in one call (flash_fwd_kernel, "
+                            "softmax_kernel, gemm_kernel), more than MAX_LAUNCHES=2: raise MAX_LAUNCHES or pick "
+                            "some with KERNEL_REGEX=")
+    assert [p for p in args.out_dir.rglob("*") if p.is_file()] == []
