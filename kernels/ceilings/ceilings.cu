@@ -24,12 +24,13 @@ int main() {
                      p.name, p.major, p.minor);
         return 3;
     }
-    if (p.sharedMemPerBlockOptin < size_t(kOneBlockSmem)) {
+    Device dev{p.multiProcessorCount, int(p.sharedMemPerMultiprocessor), p.l2CacheSize,
+               std::max(int(p.sharedMemPerMultiprocessor) / 2 + 1024, 64 * 1024)};
+    if (p.sharedMemPerBlockOptin < size_t(dev.one_block_smem)) {
         std::fprintf(stderr, "ceilings: %s allows %zu B of shared memory per block, need %d\n",
-                     p.name, p.sharedMemPerBlockOptin, kOneBlockSmem);
+                     p.name, p.sharedMemPerBlockOptin, dev.one_block_smem);
         return 3;
     }
-    Device dev{p.multiProcessorCount, int(p.sharedMemPerMultiprocessor), p.l2CacheSize};
     std::printf("{\"record\": \"device\", \"name\": \"%s\", \"arch\": \"sm_%d%d\", \"sm_count\": %d, "
                 "\"l2_bytes\": %d, \"smem_per_sm\": %d, \"repeats\": %d}\n",
                 p.name, p.major, p.minor, dev.sm_count, dev.l2_bytes, dev.smem_per_sm, kRepeats);

@@ -30,14 +30,14 @@ namespace ceilings {
 constexpr int kRepeats = 5;           // timed launches per benchmark (after one warm-up)
 constexpr int kWarpsPerScheduler = 4; // the default occupancy of a throughput run
 constexpr int kSchedulers = 4;        // SM sub-partitions (sm_80 .. sm_90)
-// Dynamic shared memory asked for by the per-SM throughput kernels: more than half of
-// an SM's 228 KB (sm_90; 164 KB on sm_80), so that no two blocks share an SM.
-constexpr int kOneBlockSmem = 120 * 1024;
 
 struct Device {
     int sm_count = 0;
     int smem_per_sm = 0;
     int l2_bytes = 0;
+    // Dynamic shared memory of the per-SM throughput kernels: more than half of the SM's,
+    // so that no two blocks share an SM (each block also holds 1 KB reserved by the system).
+    int one_block_smem = 0;
 };
 
 // ------------------------------------------------------------------ instructions

@@ -133,8 +133,8 @@ inline Record bench_mma(const Device& dev, bool bf16, int wps, const char* name,
     BlockTime* d_t;
     CHECK(cudaMalloc(&d_out, sizeof(float) * dev.sm_count * threads));
     CHECK(cudaMalloc(&d_t, sizeof(BlockTime) * dev.sm_count));
-    if (bf16) run_per_sm(r, dev, d_t, threads, kOneBlockSmem, k_mma_tput<true>, (const uint32_t*)d_in, d_out, d_t, iters);
-    else run_per_sm(r, dev, d_t, threads, kOneBlockSmem, k_mma_tput<false>, (const uint32_t*)d_in, d_out, d_t, iters);
+    if (bf16) run_per_sm(r, dev, d_t, threads, dev.one_block_smem, k_mma_tput<true>, (const uint32_t*)d_in, d_out, d_t, iters);
+    else run_per_sm(r, dev, d_t, threads, dev.one_block_smem, k_mma_tput<false>, (const uint32_t*)d_in, d_out, d_t, iters);
     r.work = 2.0 * 16 * 8 * 16 * kChains * (threads / 32) * double(iters);
     const auto out = to_host(d_out, size_t(dev.sm_count) * threads);
     const float want = 512.f * iters;
@@ -163,22 +163,24 @@ inline Record bench_fpu(const Device& dev, const std::string& op) {
         __half2* d_in = to_device(std::vector<__half2>{a, b});
         __half2* d_out;
         CHECK(cudaMalloc(&d_out, n * sizeof(__half2)));
-        run_per_sm(r, dev, d_t, threads, kOneBlockSmem, k_hfma2_tput, (const __half2*)d_in, d_out, d_t, rounds);
+        run_per_sm(r, dev, d_t, threads, dev.one_block_smem, k_hfma2_tput, (const __half2*)d_in, d_out, d_t, rounds);
         r.work = 4.0 * per_round * rounds;  // 2 lanes x (mul + add)
         const auto out = to_host(d_out, n);
         const double fa = __half2float(__low2half(a)), fb = __half2float(__low2half(b));
         for (int tid : {0, threads * dev.sm_count - 1})
             for (int j = 0; j < kChains && r.check == "ok"; ++j) {
                 // fp16 products of fp16 values are exact in double, so one rounding to
-                // half reproduces the fused multiply-add.
+                // half emulates the fused multiply-add.
                 __half lo = __float2half(0.125f * j), hi = __float2half(0.0625f * j + 0.0009765625f * (tid % 64));
                 for (long k = 0; k < long(rounds) * kUnroll; ++k) {
                     lo = __double2half(double(__half2float(lo)) * fa + fb);
                     hi = __double2half(double(__half2float(hi)) * fa + fb);
                 }
+                // Within 2 ulps at 2.0, the chains' limit: a removed chain would end where it
+                // began (<= 0.9), and a host rounding corner must not discard a measurement.
                 const __half2 got = out[size_t(tid) * kChains + j];
-                if (__half2float(__low2half(got)) != __half2float(lo) ||
-                    __half2float(__high2half(got)) != __half2float(hi))
+                if (std::fabs(__half2float(__low2half(got)) - __half2float(lo)) > 4e-3f ||
+                    std::fabs(__half2float(__high2half(got)) - __half2float(hi)) > 4e-3f)
                     r.check = "HFMA2 chain " + std::to_string(j) + " of thread " + std::to_string(tid) +
                               " differs from the CPU emulation";
             }
@@ -191,8 +193,8 @@ inline Record bench_fpu(const Device& dev, const std::string& op) {
         float* d_in = to_device(in);
         float* d_out;
         CHECK(cudaMalloc(&d_out, n * sizeof(float)));
-        if (ex) run_per_sm(r, dev, d_t, threads, kOneBlockSmem, k_ex2_tput, (const float*)d_in, d_out, d_t, rounds);
-        else run_per_sm(r, dev, d_t, threads, kOneBlockSmem, k_ffma_tput, (const float*)d_in, d_out, d_t, rounds);
+        if (ex) run_per_sm(r, dev, d_t, threads, dev.one_block_smem, k_ex2_tput, (const float*)d_in, d_out, d_t, rounds);
+        else run_per_sm(r, dev, d_t, threads, dev.one_block_smem, k_ffma_tput, (const float*)d_in, d_out, d_t, rounds);
         r.work = (ex ? 1.0 : 2.0) * per_round * rounds;
         const auto out = to_host(d_out, n);
         if (ex) {

@@ -117,8 +117,8 @@ inline Record bench_smem_ld(const Device& dev, bool ldsm, int wps, const char* n
     BlockTime* d_t;
     CHECK(cudaMalloc(&d_out, sizeof(uint32_t) * dev.sm_count * threads));
     CHECK(cudaMalloc(&d_t, sizeof(BlockTime) * dev.sm_count));
-    if (ldsm) run_per_sm(r, dev, d_t, threads, kOneBlockSmem, k_smem_ld_tput<true>, (const uint32_t*)d_src, d_out, d_t, rounds);
-    else run_per_sm(r, dev, d_t, threads, kOneBlockSmem, k_smem_ld_tput<false>, (const uint32_t*)d_src, d_out, d_t, rounds);
+    if (ldsm) run_per_sm(r, dev, d_t, threads, dev.one_block_smem, k_smem_ld_tput<true>, (const uint32_t*)d_src, d_out, d_t, rounds);
+    else run_per_sm(r, dev, d_t, threads, dev.one_block_smem, k_smem_ld_tput<false>, (const uint32_t*)d_src, d_out, d_t, rounds);
     r.work = 512.0 * kSlots * (threads / 32) * double(rounds);
     const auto out = to_host(d_out, size_t(dev.sm_count) * threads);
     for (int lane = 0; lane < 32; ++lane) {
@@ -145,7 +145,7 @@ inline Record bench_smem_st(const Device& dev) {
     BlockTime* d_t;
     CHECK(cudaMalloc(&d_out, sizeof(uint32_t) * dev.sm_count * words));
     CHECK(cudaMalloc(&d_t, sizeof(BlockTime) * dev.sm_count));
-    run_per_sm(r, dev, d_t, threads, kOneBlockSmem, k_smem_st_tput, d_out, d_t, rounds);
+    run_per_sm(r, dev, d_t, threads, dev.one_block_smem, k_smem_st_tput, d_out, d_t, rounds);
     r.work = 512.0 * kSlots * warps * double(rounds);
     const auto out = to_host(d_out, dev.sm_count * words);
     for (size_t i = 0; i < out.size() && r.check == "ok"; ++i) {
@@ -170,7 +170,7 @@ inline Record bench_cp_async(const Device& dev) {
     CHECK(cudaMalloc(&d_err, sizeof(unsigned)));
     CHECK(cudaMemset(d_err, 0, sizeof(unsigned)));
     CHECK(cudaMalloc(&d_t, sizeof(BlockTime) * dev.sm_count));
-    run_per_sm(r, dev, d_t, threads, std::max(smem, kOneBlockSmem), k_cp_async_tput,
+    run_per_sm(r, dev, d_t, threads, std::max(smem, dev.one_block_smem), k_cp_async_tput,
                (const uint4*)d_src, d_err, d_t, rounds);
     r.work = 16.0 * kCpVecPerThread * threads * double(rounds);
     const unsigned bad = to_host(d_err, 1)[0];
