@@ -8,6 +8,7 @@ the files are still written), 2 on any other error.
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -78,6 +79,26 @@ def run_binary(exe: Path) -> tuple[str, int, list[float], float]:
     return proc.stdout, proc.returncode, clocks.mhz, time.perf_counter() - t0
 
 
+def run_wgmma(exe: Path) -> str:
+    """The wgmma measurement record (a run of its own: a fault there must not cost the
+    other results); on failure, a record with no numbers whose check says why."""
+    try:
+        proc = subprocess.run([str(exe), "wgmma"], capture_output=True, text=True, timeout=120)
+        rc, err = proc.returncode, proc.stderr.strip().splitlines()
+    except subprocess.TimeoutExpired:
+        proc, rc, err = None, None, ["timed out after 120 s"]
+    if proc is not None and rc in (0, 1):
+        for line in err:
+            print(line, file=sys.stderr)
+        return "".join(ln + "\n" for ln in proc.stdout.splitlines() if '"record": "measurement"' in ln)
+    why = err[-1] if err else f"exit {rc}"
+    print(f"ceilings: warning: the wgmma run failed ({why}); the other results stand", file=sys.stderr)
+    return json.dumps({"record": "measurement", "name": "wgmma_f16_f32", "kind": "throughput",
+                       "unit": "FLOP/clk/SM", "basis": "cycles", "warps_per_scheduler": 2, "work": 0,
+                       "n": 0, "cycles": [], "cycles_max": [], "cycles_2n": [], "ms": [],
+                       "check": f"the wgmma run failed: {why}"}) + "\n"
+
+
 def write_reports(out_dir: Path, doc: dict, raw: str, meta: dict) -> list[Path]:
     check_writable(out_dir)
     paths = [out_dir / f for f in FILES]
@@ -92,10 +113,13 @@ def write_reports(out_dir: Path, doc: dict, raw: str, meta: dict) -> list[Path]:
 
 def _nvcc_facts() -> dict:
     from kernels import ceilings as bench
-    from kernels.toolchain import find_toolchain
+    from kernels.toolchain import ToolchainError, find_toolchain
 
-    tc = find_toolchain("nvcc")
-    return {"nvcc": tc.nvcc_version, "nvcc_path": str(tc.path("nvcc")), "flags": list(bench.NVCC_FLAGS)}
+    try:
+        tc = find_toolchain("nvcc")
+        return {"nvcc": tc.nvcc_version, "nvcc_path": str(tc.path("nvcc")), "flags": list(bench.NVCC_FLAGS)}
+    except ToolchainError as e:
+        return {"nvcc": None, "why": str(e)}
 
 
 def cli(argv: list[str] | None = None) -> int:
@@ -130,6 +154,8 @@ def cli(argv: list[str] | None = None) -> int:
                 return 0
             smi0 = smi_clocks()
             raw, status, mhz, seconds = run_binary(exe)
+            if bench.target(arch).endswith("a"):  # built with wgmma
+                raw += run_wgmma(exe)
             smi1, build = smi_clocks(), {"arch": arch, **_nvcc_facts()}
         device, records = derive.parse_output(raw)
         doc = derive.derive(device, records, mhz)

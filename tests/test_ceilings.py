@@ -22,6 +22,7 @@ from analysis import ceilings as loader
 from analysis.errors import ReportError
 from kernels import ceilings as bench
 from profiling import ceilings as ceil
+from profiling import ceilings_run
 from profiling.ceilings_run import cli
 from profiling.errors import FlashprofError
 
@@ -157,6 +158,50 @@ def test_bad_raw_output_is_one_line(tmp_path, capsys, text, says):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and says in err and "Traceback" not in err
     assert not (tmp_path / "o").exists()
+
+
+def _fake_binary(tmp_path, monkeypatch, main_rc=0, wgmma="fault"):
+    """A stand-in for the built binary: prints the example output; `wgmma` faults or prints
+    a record (exercising the runner's process split without a GPU)."""
+    wg = {"fault": "echo \"ceilings: CUDA error 'an illegal instruction was encountered'\" >&2; exit 3",
+          "ok": "echo '" + json.dumps({**json.loads(EXAMPLE.read_text().splitlines()[1]),
+                                         "name": "wgmma_f16_f32", "warps_per_scheduler": 2}) + "'; exit 0"}[wgmma]
+    fake = tmp_path / "ceilings"
+    fake.write_text(f"#!/bin/sh\nif [ \"$1\" = wgmma ]; then {wg}; fi\n"
+                    f"cat '{EXAMPLE}'\necho 'ceilings: a note on stderr' >&2\nexit {main_rc}\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(bench, "build", lambda arch, **kw: fake)
+    monkeypatch.setattr(ceilings_run, "gpu_arch", lambda: "sm_90")
+    return fake
+
+
+def test_run_path_keeps_results_when_wgmma_faults(tmp_path, monkeypatch, capsys):
+    _fake_binary(tmp_path, monkeypatch)
+    assert cli(["--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "a note on stderr" in err and "the wgmma run failed" in err
+    doc = json.loads((tmp_path / "o" / "ceilings.json").read_text())
+    wg = _m(doc, "wgmma_f16_f32")
+    assert wg["value"] is None and "illegal instruction" in wg["check"] and wg["repeats"] == 0
+    assert _m(doc, "mma_f16_f32")["value"] == pytest.approx(2650.0)
+    meta = json.loads((tmp_path / "o" / "ceilings.meta.json").read_text())
+    assert meta["build"]["arch"] == "sm_90" and meta["rederived_from"] is None
+    assert (tmp_path / "o" / "ceilings.raw.jsonl").read_text().count("wgmma_f16_f32") == 1
+
+
+def test_run_path_with_wgmma(tmp_path, monkeypatch, capsys):
+    _fake_binary(tmp_path, monkeypatch, wgmma="ok")
+    assert cli(["--out", str(tmp_path / "o")]) == 0
+    wg = _m(json.loads((tmp_path / "o" / "ceilings.json").read_text()), "wgmma_f16_f32")
+    assert wg["value"] == pytest.approx(2650.0) and wg["theoretical"] == 4096.0
+
+
+def test_run_path_binary_fault_is_one_line(tmp_path, monkeypatch, capsys):
+    fake = _fake_binary(tmp_path, monkeypatch)
+    fake.write_text("#!/bin/sh\necho \"ceilings: CUDA error 'out of memory' in x\" >&2\nexit 3\n")
+    assert cli(["--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "out of memory" in err and not (tmp_path / "o").exists()
 
 
 def test_raw_record_with_missing_key_or_bad_kind():

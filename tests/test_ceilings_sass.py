@@ -63,6 +63,20 @@ def test_sass_holds_the_timed_instruction(sass, parts, mnemonic, least):
     assert _count(bench.function(listings, *parts), mnemonic) >= least, (arch, parts)
 
 
+def test_wgmma_only_in_the_sm_90a_build(sass):
+    """sm_90 builds as sm_90a: the loop issues HGMMA 64x128x16 (fp32 accumulate), 8 per
+    group, waiting for all but the last group; elsewhere the kernel is an empty stub."""
+    arch, listings = sass
+    insns = bench.function(listings, "k_wgmma_tput")
+    hgmma = _count(insns, "HGMMA.64x128x16.F32")
+    if arch != "sm_90":
+        assert hgmma == 0
+        return
+    assert hgmma >= 8 and bench.target(arch) == "sm_90a"
+    waits = [ops for mn, ops in insns if mn == "WARPGROUP.DEPBAR.LE"]
+    assert "gsb0, 0x1" in waits and "gsb0, 0x0" in waits
+
+
 def test_hfma2_loop_issues_packed_half_fma(sass):
     """ptxas splits __hfma2 between HFMA2 and HFMA2.MMA (two pipes): both count as HFMA2."""
     insns = bench.function(sass[1], "k_hfma2_tput")

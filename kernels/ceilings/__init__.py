@@ -31,6 +31,12 @@ def scaling_peak_name(name: str) -> str:
     return SCALING_PEAKS.get(name, name)
 
 
+def target(arch: str) -> str:
+    """What nvcc compiles for: sm_90 becomes sm_90a, whose wgmma the benchmarks use (an
+    sm_90a cubin runs on every sm_90 GPU, H100 and H200)."""
+    return "sm_90a" if arch == "sm_90" else arch
+
+
 def _sources() -> list[Path]:
     return sorted(p for p in SRC_DIR.iterdir() if p.suffix in (".cu", ".cuh"))
 
@@ -39,7 +45,7 @@ def _cache_key(arch: str, mode: str) -> str:
     h = hashlib.sha256()
     for p in _sources():
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
-    h.update(" ".join([*NVCC_FLAGS, arch, mode]).encode())
+    h.update(" ".join([*NVCC_FLAGS, target(arch), mode]).encode())
     h.update(find_toolchain("nvcc").nvcc_version.encode())
     return h.hexdigest()[:16]
 
@@ -48,7 +54,7 @@ def nvcc_command(arch: str, out: Path, *, cubin: bool = False) -> list[str]:
     """The nvcc command line for the binary (or, with ``cubin``, its device code only)."""
     sass.check_arch(arch)
     nvcc = find_toolchain("nvcc", "ptxas").path("nvcc")
-    cmd = [str(nvcc), *NVCC_FLAGS, f"-arch={arch}"]
+    cmd = [str(nvcc), *NVCC_FLAGS, f"-arch={target(arch)}"]
     if cubin:
         cmd += ["-cubin", "-Xptxas", "-v"]
     else:

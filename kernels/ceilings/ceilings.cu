@@ -1,15 +1,19 @@
 // Empirical ceilings of the GPU this runs on: one binary, every microbenchmark, < 1 minute.
 //   ceilings            -> JSON lines on stdout: one "device" record, then one
 //                          "measurement" record per benchmark (raw cycles, ms and work)
+//   ceilings wgmma      -> the same for the wgmma benchmark alone (sm_90a builds; a separate
+//                          process, so that a fault there cannot cost the other results)
 // Exit status: 0 if every self-check passed, 1 if any failed (the records still print),
 // 3 on a CUDA error. profiling/ceilings.py builds, runs and interprets this program.
 #include <cstring>
 
 #include "latency.cuh"
+#include "wgmma.cuh"
 
 using namespace ceilings;
 
-int main() {
+int main(int argc, char** argv) {
+    const bool wgmma_only = argc > 1 && std::strcmp(argv[1], "wgmma") == 0;
     int dev_id = 0, count = 0;
     CHECK(cudaGetDeviceCount(&count));
     if (count == 0) {
@@ -37,6 +41,15 @@ int main() {
     std::fflush(stdout);
 
     std::vector<Record> all;
+    if (wgmma_only) {
+        Record r;
+        if (bench_wgmma(dev, r)) {
+            emit(r);
+            return r.check == "ok" ? 0 : 1;
+        }
+        std::fprintf(stderr, "ceilings: this build has no wgmma (not compiled for sm_90a)\n");
+        return 0;
+    }
     all.push_back(bench_mma(dev, false, kWarpsPerScheduler, "mma_f16_f32", "throughput"));
     all.push_back(bench_mma(dev, true, kWarpsPerScheduler, "mma_bf16_f32", "throughput"));
     all.push_back(bench_fpu(dev, "ffma"));
