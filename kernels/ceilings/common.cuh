@@ -111,7 +111,7 @@ inline std::string json_list(const std::vector<double>& v) {
     std::string s = "[";
     char buf[64];
     for (size_t i = 0; i < v.size(); ++i) {
-        std::snprintf(buf, sizeof buf, "%s%.6g", i ? ", " : "", v[i]);
+        std::snprintf(buf, sizeof buf, "%s%.10g", i ? ", " : "", v[i]);
         s += buf;
     }
     return s + "]";
