@@ -38,13 +38,15 @@ def target(arch: str) -> str:
 
 
 def _sources() -> list[Path]:
-    return sorted(p for p in SRC_DIR.iterdir() if p.suffix in (".cu", ".cuh"))
+    """This folder's CUDA files and the kernels' headers they include (kernels/csrc)."""
+    own = [p for p in SRC_DIR.iterdir() if p.suffix in (".cu", ".cuh")]
+    return sorted(own) + sorted(sass.CSRC.glob("*.cuh"))
 
 
 def _cache_key(arch: str, mode: str) -> str:
     h = hashlib.sha256()
     for p in _sources():
-        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+        h.update(p.parent.name.encode() + b"/" + p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     h.update(" ".join([*NVCC_FLAGS, target(arch), mode]).encode())
     h.update(find_toolchain("nvcc").nvcc_version.encode())
     return h.hexdigest()[:16]

@@ -15,6 +15,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "../csrc/mma.cuh"
+
 #define CHECK(x)                                                                        \
     do {                                                                                \
         cudaError_t e_ = (x);                                                           \
@@ -41,24 +43,22 @@ struct Device {
 };
 
 // ------------------------------------------------------------------ instructions
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+// The project's own wrappers (kernels/csrc) for what the FA2 kernels issue: mma.sync
+// m16n8k16 (Mma<T>::run), cp.async 16 B (.cg, commit, wait_group), shared addresses.
+using flashprof::cp_async_16;
+using flashprof::cp_async_commit;
+using flashprof::cp_async_wait;
+using flashprof::smem_u32;
+
+__device__ __forceinline__ void mma_f16(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+    flashprof::Mma<__half>::run(c, a, b);
+}
+__device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+    flashprof::Mma<__nv_bfloat16>::run(c, a, b);
 }
 
-__device__ __forceinline__ void mma_f16(float* c, const uint32_t* a, const uint32_t* b) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-__device__ __forceinline__ void mma_bf16(float* c, const uint32_t* a, const uint32_t* b) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
+// ldmatrix.x4 from a 32-bit shared address (kernels/csrc's takes a pointer): a
+// pointer-chasing chain feeds the loaded word straight back as the next address.
 __device__ __forceinline__ void ldsm_x4(uint32_t* r, uint32_t addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -69,18 +69,6 @@ __device__ __forceinline__ float ex2(float x) {
     float y;
     asm volatile("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
-}
-
-__device__ __forceinline__ void cp_async_16(uint32_t smem, const void* gmem) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem), "l"(gmem)
-                 : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 __device__ __forceinline__ uint32_t sm_id() {
@@ -144,15 +132,12 @@ inline void emit(const Record& r) {
 }
 
 // ------------------------------------------------------------------------ timing
-// Times `launch` (one kernel launch writing one BlockTime per block): one warm-up, then
-// kRepeats launches between CUDA events. Per repeat: median and max block cycles, ms.
-// Flags in `check` a run where two blocks shared an SM (the per-SM rate would be wrong).
-template <typename Launch>
-void time_blocks(Record& r, Launch launch, BlockTime* d_times, int blocks) {
+// One warm-up launch, then kRepeats launches between CUDA events; `after(ms)` per repeat.
+template <typename Launch, typename After>
+void repeat_timed(Launch launch, After after) {
     cudaEvent_t e0, e1;
     CHECK(cudaEventCreate(&e0));
     CHECK(cudaEventCreate(&e1));
-    std::vector<BlockTime> h(blocks);
     launch();
     CHECK(cudaGetLastError());
     CHECK(cudaDeviceSynchronize());
@@ -164,6 +149,19 @@ void time_blocks(Record& r, Launch launch, BlockTime* d_times, int blocks) {
         CHECK(cudaEventSynchronize(e1));
         float ms = 0;
         CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        after(ms);
+    }
+    CHECK(cudaEventDestroy(e0));
+    CHECK(cudaEventDestroy(e1));
+}
+
+// Times `launch` (one kernel launch writing one BlockTime per block). Per repeat: median
+// and max block cycles, ms. Flags in `check` a run where two blocks shared an SM (the
+// per-SM rate would be wrong).
+template <typename Launch>
+void time_blocks(Record& r, Launch launch, BlockTime* d_times, int blocks) {
+    std::vector<BlockTime> h(blocks);
+    repeat_timed(launch, [&](float ms) {
         CHECK(cudaMemcpy(h.data(), d_times, blocks * sizeof(BlockTime), cudaMemcpyDeviceToHost));
         std::vector<double> c(blocks);
         std::vector<uint32_t> sms(blocks);
@@ -177,32 +175,13 @@ void time_blocks(Record& r, Launch launch, BlockTime* d_times, int blocks) {
         r.cycles.push_back(median(c));
         r.cycles_max.push_back(*std::max_element(c.begin(), c.end()));
         r.ms.push_back(ms);
-    }
-    CHECK(cudaEventDestroy(e0));
-    CHECK(cudaEventDestroy(e1));
+    });
 }
 
 // Times a whole-GPU kernel with CUDA events only (memory bandwidth).
 template <typename Launch>
 void time_events(Record& r, Launch launch) {
-    cudaEvent_t e0, e1;
-    CHECK(cudaEventCreate(&e0));
-    CHECK(cudaEventCreate(&e1));
-    launch();
-    CHECK(cudaGetLastError());
-    CHECK(cudaDeviceSynchronize());
-    for (int rep = 0; rep < kRepeats; ++rep) {
-        CHECK(cudaEventRecord(e0));
-        launch();
-        CHECK(cudaEventRecord(e1));
-        CHECK(cudaGetLastError());
-        CHECK(cudaEventSynchronize(e1));
-        float ms = 0;
-        CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        r.ms.push_back(ms);
-    }
-    CHECK(cudaEventDestroy(e0));
-    CHECK(cudaEventDestroy(e1));
+    repeat_timed(launch, [&](float ms) { r.ms.push_back(ms); });
 }
 
 // Block-level timing inside a throughput kernel: all threads start together.

@@ -92,12 +92,12 @@ __global__ void k_lat_bar(ChainOut* o, int n) {
 
 __global__ void k_lat_cp_async(const uint4* src, ChainOut* o, int n) {
     __shared__ __align__(16) uint4 buf[32];
-    const uint32_t lane = threadIdx.x, dst = smem_u32(&buf[lane]);
+    const uint32_t lane = threadIdx.x;
     CEIL_CHAIN_START();
     for (int i = 0; i < n; i += kLinkUnroll) {
 #pragma unroll
         for (int u = 0; u < kLinkUnroll; ++u) {
-            cp_async_16(dst, src + (u % 8) * 32 + lane);
+            cp_async_16(&buf[lane], src + (u % 8) * 32 + lane);
             cp_async_commit();
             cp_async_wait<0>();
         }

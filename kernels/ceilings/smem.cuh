@@ -62,14 +62,13 @@ __global__ void __launch_bounds__(512) k_cp_async_tput(const uint4* src, unsigne
     extern __shared__ __align__(16) uint4 stage[];
     const uint32_t per_group = blockDim.x * kCpVecPerThread;
     const uint4* mine = src + size_t(blockIdx.x) * kCpSliceVec;
-    const uint32_t s0 = smem_u32(stage);
     CEIL_TIMER_START();
     for (int i = 0; i < rounds; ++i) {
         const uint32_t slot = i % kCpStages, off = (uint32_t(i) * per_group) % kCpSliceVec;
 #pragma unroll
         for (int k = 0; k < kCpVecPerThread; ++k) {
             const uint32_t e = k * blockDim.x + threadIdx.x;
-            cp_async_16(s0 + (slot * per_group + e) * 16, mine + off + e);
+            cp_async_16(&stage[slot * per_group + e], mine + off + e);
         }
         cp_async_commit();
         cp_async_wait<kCpStages - 1>();
