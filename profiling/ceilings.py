@@ -161,6 +161,14 @@ def clock_warning(doc: dict) -> str | None:
     return None
 
 
+def over_peak(doc: dict, slack_pct: float = 0.5) -> list[str]:
+    """Measurements above their theoretical peak (beyond ``slack_pct``): a wrong peak, a
+    clock other than the peak assumed, or a benchmark that counts work it did not do."""
+    return [f"{m['name']} ({m['kind']}) at {m['pct_of_theoretical']:.1f} % of its theoretical peak"
+            for m in doc["measurements"]
+            if m["pct_of_theoretical"] is not None and m["pct_of_theoretical"] > 100 + slack_pct]
+
+
 def csv_text(doc: dict) -> str:
     """The measurements as CSV (empty cells for nulls), GPU and clock on every row."""
     import csv

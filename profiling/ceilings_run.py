@@ -177,8 +177,9 @@ def cli(argv: list[str] | None = None) -> int:
         out_dir = args.out or ROOT / "reports" / slug
         paths = write_reports(out_dir, doc, raw, meta)
         print(derive.table(doc))
-        if warn := derive.clock_warning(doc):
-            print(f"ceilings: warning: {warn}", file=sys.stderr)
+        for warn in [derive.clock_warning(doc), *derive.over_peak(doc)]:
+            if warn:
+                print(f"ceilings: warning: {warn}", file=sys.stderr)
         print("wrote " + ", ".join(str(x) for x in paths))
         failed = [m["name"] for m in doc["measurements"] if m["value"] is None]
         if failed or status == 1:

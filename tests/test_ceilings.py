@@ -65,6 +65,12 @@ def test_run_facts_and_measured_clock(doc):
     assert "differs" in ceil.clock_warning({**doc, "sm_clock_hz_nvidia_smi": 1.6e9})
 
 
+def test_values_above_their_peak_are_flagged(doc):
+    assert ceil.over_peak(doc) == []  # the example sits at 69-98 %
+    hot = {**doc, "measurements": [{**_m(doc, "ffma"), "pct_of_theoretical": 103.0}]}
+    assert ceil.over_peak(hot) == ["ffma (throughput) at 103.0 % of its theoretical peak"]
+
+
 def test_per_sm_throughput_rates(doc):
     mma = _m(doc, "mma_f16_f32")
     assert mma["unit"] == "FLOP/clk/SM" and mma["value"] == pytest.approx(2650.0)
