@@ -40,7 +40,8 @@ __global__ void __launch_bounds__(1024) k_ffma_tput(const float* in, float* out,
     const int tid = blockIdx.x * blockDim.x + threadIdx.x;
     float x[kChains];
 #pragma unroll
-    for (int j = 0; j < kChains; ++j) x[j] = in[2] + 0.125f * j + 0.0078125f * (tid % 64);  // exact: no rounding to disagree on
+    for (int j = 0; j < kChains; ++j)  // exact sums: no rounding for host and GPU to disagree on
+        x[j] = in[2] + 0.125f * j + 0.0078125f * (tid % 64);
     CEIL_TIMER_START();
     for (int i = 0; i < rounds; ++i) {
 #pragma unroll
@@ -133,8 +134,9 @@ inline Record bench_mma(const Device& dev, bool bf16, int wps, const char* name,
     BlockTime* d_t;
     CHECK(cudaMalloc(&d_out, sizeof(float) * dev.sm_count * threads));
     CHECK(cudaMalloc(&d_t, sizeof(BlockTime) * dev.sm_count));
-    if (bf16) run_per_sm(r, dev, d_t, threads, dev.one_block_smem, k_mma_tput<true>, (const uint32_t*)d_in, d_out, d_t, iters);
-    else run_per_sm(r, dev, d_t, threads, dev.one_block_smem, k_mma_tput<false>, (const uint32_t*)d_in, d_out, d_t, iters);
+    const uint32_t* in = d_in;
+    if (bf16) run_per_sm(r, dev, d_t, threads, dev.one_block_smem, k_mma_tput<true>, in, d_out, d_t, iters);
+    else run_per_sm(r, dev, d_t, threads, dev.one_block_smem, k_mma_tput<false>, in, d_out, d_t, iters);
     r.work = 2.0 * 16 * 8 * 16 * kChains * (threads / 32) * double(iters);
     const auto out = to_host(d_out, size_t(dev.sm_count) * threads);
     const float want = 512.f * iters;
@@ -193,8 +195,9 @@ inline Record bench_fpu(const Device& dev, const std::string& op) {
         float* d_in = to_device(in);
         float* d_out;
         CHECK(cudaMalloc(&d_out, n * sizeof(float)));
-        if (ex) run_per_sm(r, dev, d_t, threads, dev.one_block_smem, k_ex2_tput, (const float*)d_in, d_out, d_t, rounds);
-        else run_per_sm(r, dev, d_t, threads, dev.one_block_smem, k_ffma_tput, (const float*)d_in, d_out, d_t, rounds);
+        const float* fin = d_in;
+        if (ex) run_per_sm(r, dev, d_t, threads, dev.one_block_smem, k_ex2_tput, fin, d_out, d_t, rounds);
+        else run_per_sm(r, dev, d_t, threads, dev.one_block_smem, k_ffma_tput, fin, d_out, d_t, rounds);
         r.work = (ex ? 1.0 : 2.0) * per_round * rounds;
         const auto out = to_host(d_out, n);
         if (ex) {

@@ -116,8 +116,9 @@ inline Record bench_smem_ld(const Device& dev, bool ldsm, int wps, const char* n
     BlockTime* d_t;
     CHECK(cudaMalloc(&d_out, sizeof(uint32_t) * dev.sm_count * threads));
     CHECK(cudaMalloc(&d_t, sizeof(BlockTime) * dev.sm_count));
-    if (ldsm) run_per_sm(r, dev, d_t, threads, dev.one_block_smem, k_smem_ld_tput<true>, (const uint32_t*)d_src, d_out, d_t, rounds);
-    else run_per_sm(r, dev, d_t, threads, dev.one_block_smem, k_smem_ld_tput<false>, (const uint32_t*)d_src, d_out, d_t, rounds);
+    const uint32_t* src = d_src;
+    if (ldsm) run_per_sm(r, dev, d_t, threads, dev.one_block_smem, k_smem_ld_tput<true>, src, d_out, d_t, rounds);
+    else run_per_sm(r, dev, d_t, threads, dev.one_block_smem, k_smem_ld_tput<false>, src, d_out, d_t, rounds);
     r.work = 512.0 * kSlots * (threads / 32) * double(rounds);
     const auto out = to_host(d_out, size_t(dev.sm_count) * threads);
     for (int lane = 0; lane < 32; ++lane) {
