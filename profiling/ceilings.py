@@ -88,13 +88,17 @@ def events_clock_hz(records: list[dict]) -> float | None:
     return statistics.median(est) if est else None
 
 
+def _ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else math.nan
+
+
 def samples(rec: dict) -> list[float]:
-    """Per-repeat values of one raw record, in its own unit."""
+    """Per-repeat values of one raw record, in its own unit (NaN where a time is 0)."""
     if rec["kind"] == "latency":
-        return [(c2 - c1) / rec["n"] for c1, c2 in zip(rec["cycles"], rec["cycles_2n"])]
+        return [_ratio(c2 - c1, rec["n"]) for c1, c2 in zip(rec["cycles"], rec["cycles_2n"])]
     if rec["basis"] == "events":
-        return [rec["work"] / (ms * 1e-3) / 1e9 for ms in rec["ms"]]
-    return [rec["work"] / c for c in rec["cycles"]]
+        return [_ratio(rec["work"], ms * 1e-3) / 1e9 for ms in rec["ms"]]
+    return [_ratio(rec["work"], c) for c in rec["cycles"]]
 
 
 def per_second(value: float, unit: str, sm_count: int, clock_hz: float | None) -> float | None:

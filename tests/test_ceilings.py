@@ -219,6 +219,13 @@ def test_raw_record_with_missing_key_or_bad_kind():
         ceil.parse_output(device + "\n" + json.dumps({**rec, "kind": "bogus"}))
 
 
+def test_zero_times_give_null_not_a_crash():
+    device, records = ceil.parse_output(EXAMPLE.read_text())
+    zero = {**records[0], "cycles": [0.0] * 5}
+    m = ceil.derive(device, [zero] + records[1:])["measurements"][0]
+    assert m["value"] is None and m["check"] == "no positive finite value"
+
+
 def test_unreadable_raw_file(tmp_path, capsys):
     assert cli(["--from-output", str(tmp_path / "absent.jsonl")]) == 2
     assert "cannot read" in capsys.readouterr().err
