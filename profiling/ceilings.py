@@ -189,6 +189,15 @@ def csv_text(doc: dict) -> str:
     return buf.getvalue()
 
 
+def _human(per_s: float | None, unit: str) -> str:
+    """A per-second rate for the table: TFLOP/s, TB/s, or G<thing>/s for instructions."""
+    if per_s is None:
+        return ""
+    if unit.startswith(("FLOP", "B/", "GB/")):
+        return f"{per_s / 1e12:8.2f} T{'FLOP' if unit.startswith('FLOP') else 'B'}/s"
+    return f"{per_s / 1e9:8.1f} G{unit.split('/')[0]}/s"
+
+
 def table(doc: dict) -> str:
     lines = [f"{doc['gpu']} ({doc['arch']}, {doc['sm_count']} SMs) at "
              + (f"{doc['sm_clock_hz'] / 1e6:.0f} MHz" if doc["sm_clock_hz"] else "unknown clock")]
@@ -196,7 +205,8 @@ def table(doc: dict) -> str:
         val = "FAILED" if m["value"] is None else f"{m['value']:.4g}"
         pct = "" if m["pct_of_theoretical"] is None else f"{m['pct_of_theoretical']:5.1f} % of {m['theoretical']:.4g}"
         wps = f" wps={m['warps_per_scheduler']}" if m["kind"] == "scaling" else ""
-        lines.append(f"  {m['kind']:10s} {m['name'] + wps:22s} {val:>10s} {m['unit']:17s} {pct}")
+        lines.append(f"  {m['kind']:10s} {m['name'] + wps:22s} {val:>10s} {m['unit']:17s} "
+                     f"{_human(m['per_second'], m['unit']):15s} {pct}".rstrip())
     return "\n".join(lines)
 
 
