@@ -32,7 +32,7 @@ PY      = $(if $(wildcard $(VENV_PY)),$(VENV_PY),$(error no $(VENV) here: run 'm
 export KERNEL SEQ DTYPE SET ARCH A B REPORTS WHEELS WORKERS TARGET KERNEL_REGEX MAX_LAUNCHES SEQS
 
 .DEFAULT_GOAL := help
-.PHONY: help setup doctor test figures build profile bench gpu-session tune sass sass-diff sass-data gap summary notebook clean
+.PHONY: help setup doctor test figures build profile bench gpu-session tune ceilings sass sass-diff sass-data gap summary notebook clean
 
 help: ## list targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -71,6 +71,9 @@ gpu-session: ## on a GPU machine: build all, GPU tests, bench, profile all (logs
 
 tune: ## auto-tune kernel 7 on this GPU (WORKERS=n: worker processes, default one per GPU)
 	$(PY) -m profiling.tune $${WORKERS:+--workers "$$WORKERS"}
+
+ceilings: ## measure this GPU's ceilings (microbenchmarks, < 2 min) -> reports/<gpu>/ceilings.{json,csv}
+	$(PY) -m profiling.ceilings
 
 sass: setup ## registers, spills, smem and SASS opcodes of kernel KERNEL for ARCH
 	$(VENV_PY) -m kernels.sass "$$KERNEL" --arch "$$ARCH"

@@ -1,0 +1,84 @@
+// Empirical ceilings of the GPU this runs on: one binary, every microbenchmark, < 1 minute.
+//   ceilings            -> JSON lines on stdout: one "device" record, then one
+//                          "measurement" record per benchmark (raw cycles, ms and work)
+//   ceilings wgmma      -> the same for the wgmma benchmark alone (sm_90a builds; a separate
+//                          process, so that a fault there cannot cost the other results)
+// Exit status: 0 if every self-check passed, 1 if any failed (the records still print),
+// 3 on a CUDA error. profiling/ceilings.py builds, runs and interprets this program.
+#include <cstring>
+
+#include "latency.cuh"
+#include "wgmma.cuh"
+
+using namespace ceilings;
+
+int main(int argc, char** argv) {
+    const bool wgmma_only = argc > 1 && std::strcmp(argv[1], "wgmma") == 0;
+    int dev_id = 0, count = 0;
+    CHECK(cudaGetDeviceCount(&count));
+    if (count == 0) {
+        std::fprintf(stderr, "ceilings: no CUDA device visible\n");
+        return 3;
+    }
+    CHECK(cudaSetDevice(dev_id));
+    cudaDeviceProp p{};
+    CHECK(cudaGetDeviceProperties(&p, dev_id));
+    if (p.major < 8) {
+        std::fprintf(stderr, "ceilings: %s is sm_%d%d; these benchmarks need sm_80 or newer\n",
+                     p.name, p.major, p.minor);
+        return 3;
+    }
+    Device dev{p.multiProcessorCount, int(p.sharedMemPerMultiprocessor), p.l2CacheSize,
+               std::max(int(p.sharedMemPerMultiprocessor) / 2 + 1024, 64 * 1024)};
+    if (p.sharedMemPerBlockOptin < size_t(dev.one_block_smem)) {
+        std::fprintf(stderr, "ceilings: %s allows %zu B of shared memory per block, need %d\n",
+                     p.name, p.sharedMemPerBlockOptin, dev.one_block_smem);
+        return 3;
+    }
+    std::printf("{\"record\": \"device\", \"name\": \"%s\", \"arch\": \"sm_%d%d\", \"sm_count\": %d, "
+                "\"l2_bytes\": %d, \"smem_per_sm\": %d, \"repeats\": %d}\n",
+                p.name, p.major, p.minor, dev.sm_count, dev.l2_bytes, dev.smem_per_sm, kRepeats);
+    std::fflush(stdout);
+
+    std::vector<Record> all;
+    if (wgmma_only) {
+        Record r;
+        if (bench_wgmma(dev, r)) {
+            emit(r);
+            return r.check == "ok" ? 0 : 1;
+        }
+        std::fprintf(stderr, "ceilings: this build has no wgmma (not compiled for sm_90a)\n");
+        return 0;
+    }
+    all.push_back(bench_mma(dev, false, kWarpsPerScheduler, "mma_f16_f32", "throughput"));
+    all.push_back(bench_mma(dev, true, kWarpsPerScheduler, "mma_bf16_f32", "throughput"));
+    all.push_back(bench_fpu(dev, "ffma"));
+    all.push_back(bench_fpu(dev, "hfma2"));
+    all.push_back(bench_fpu(dev, "ex2"));
+    Record ldsm = bench_smem_ld(dev, true, kWarpsPerScheduler, "ldsm_x4_bytes", "throughput");
+    Record ldsm_inst = ldsm;  // the same run counted in warp instructions (512 B each)
+    ldsm_inst.name = "ldsm_x4";
+    ldsm_inst.unit = "warp-inst/clk/SM";
+    ldsm_inst.work = ldsm.work / 512.0;
+    all.push_back(ldsm_inst);
+    all.push_back(ldsm);
+    all.push_back(bench_smem_ld(dev, false, kWarpsPerScheduler, "smem_ld", "throughput"));
+    all.push_back(bench_smem_st(dev));
+    all.push_back(bench_cp_async(dev));
+    all.push_back(bench_l2_read(dev));
+    all.push_back(bench_dram_copy(dev));
+    for (Record& r : bench_latencies()) all.push_back(r);
+    for (int wps : {1, 2, 4, 8}) {
+        all.push_back(bench_mma(dev, false, wps, "hmma_16816_f32", "scaling"));
+        Record s = bench_smem_ld(dev, true, wps, "ldsm_x4", "scaling");
+        s.unit = "warp-inst/clk/SM";
+        s.work /= 512.0;
+        all.push_back(s);
+    }
+    bool ok = true;
+    for (const Record& r : all) {
+        emit(r);
+        ok = ok && r.check == "ok";
+    }
+    return ok ? 0 : 1;
+}
