@@ -1,7 +1,13 @@
 """Figures driver (`make figures`): reports -> analysis frames -> PNG files.
 
-    python -m analysis.figures [--reports reports/h200] [--out figures] [--sass reports/sass]
+    python -m analysis.figures [--reports reports/h200] [--out DIR] [--sass reports/sass]
                                [--only NAME ...] [--no-cache]
+
+Output folder: figures/ for the shipped reports (reports/h200); any other folder's figures
+go to figures/<folder name>/ (or --out), never over the committed ones. Figures about
+kernels 1-7 (progression, gap, SASS mix, autotune, ceilings) are drawn only for a folder
+that holds their reports; rooflines, stalls, pipes, bank conflicts and stall lines for any.
+Every output folder gets an index.md: one line per figure, and what was not drawn and why.
 
 Input: every ``*.ncu-rep`` in ``--reports`` (parsed ONCE with ``analysis.parse.load_frame``;
 per-PC source frames only for the stall-line figures), ``bench.csv`` + ``bench.json``
@@ -36,6 +42,7 @@ matplotlib.use("Agg")
 import pandas as pd  # noqa: E402
 
 from . import plots  # noqa: E402
+from .plot import labels  # noqa: E402
 from .bench import (autotune_table, batch_note, bench_headline, parameter_importance,  # noqa: E402,F401
                     sass_deltas, static_prune_counts)
 from .errors import ReportError  # noqa: E402
@@ -69,6 +76,25 @@ class Inputs:
     paths: list[Path]
     cache: bool = True
     _sources: dict = field(default_factory=dict, repr=False)
+    notes: dict = field(default_factory=dict, repr=False)  # (figure, file) -> why it was left out
+
+    def note(self, figure: str, what: str, why: str) -> None:
+        self.notes[(figure, what)] = why
+
+    @cached_property
+    def series(self) -> bool:
+        """The folder holds reports of the flashprof kernels 1-7 (sidecar variant or stem)."""
+        keys = {plots.kernel_key(r, v) for r, v in zip(self.ident["report"], self.ident["variant"])}
+        return bool(keys & set(plots.KERNEL_IDS))
+
+    @cached_property
+    def shape(self) -> str:
+        """'fp16, B16 H16 S4096 d128' of the series' launches, from their sidecars."""
+        rows = self.ident[[plots.kernel_key(r, v) in plots.KERNEL_IDS
+                           for r, v in zip(self.ident["report"], self.ident["variant"])]]
+        shapes = list(dict.fromkeys(s for s in (plots._fmt_shape(r) for r in rows.to_dict("records")) if s))
+        dts = sorted({str(d) for d in rows["dtype"].dropna()})
+        return f"{'/'.join(dts) or 'dtype not recorded'}, {' | '.join(shapes) or 'shape not recorded'}"
 
     @cached_property
     def frame(self) -> pd.DataFrame:
@@ -214,17 +240,73 @@ def _variant(inp: Inputs, report: str):
     return inp.ident.loc[inp.ident["report"] == report, "variant"].iloc[0]
 
 
+ROOF_COLUMNS = ("report", "launch", "range_idx", "level", "ai_tensor", "flops_tensor", "ai_fp32", "flops_fp32",
+                "tensor_path", "tensor_ceiling", "fp32_ceiling", "bw_ceiling", "sm_clock_hz")
+
+
+def _roof_points(inp: Inputs, reports) -> int:
+    """Finite (intensity, FLOP/s) points, tensor or FP32, of ``reports``."""
+    r = inp.roof[inp.roof["report"].isin(list(reports))]
+    n = 0
+    for ai, fl in (("ai_tensor", "flops_tensor"), ("ai_fp32", "flops_fp32")):
+        v = r[[ai, fl]].apply(pd.to_numeric, errors="coerce")
+        n += int((v.notna().all(axis=1) & (v[ai] > 0) & (v[fl] > 0)).sum())
+    return n
+
+
+def _launch_count(inp: Inputs, report: str) -> str:
+    n = int((inp.ident["report"] == report).sum())
+    return f"{n} launch{'es' if n > 1 else ''}"
+
+
 def _roofline(inp: Inputs):
+    lacking = [c for c in ROOF_COLUMNS if c not in inp.roof.columns]
+    if lacking:
+        raise Skip(f"the roofline frame lacks columns {', '.join(lacking)}")
     jobs = []
     for report in inp.stems:
+        fname = f"roofline_{safe_name(report)}.png"
+        if not _roof_points(inp, [report]):
+            inp.note("roofline", fname, f"{report}: no finite FLOP/s and intensity (the report lacks the metrics)")
+            continue
         key = plots.kernel_key(report, _variant(inp, report))
         kname = inp.ident.loc[inp.ident["report"] == report, "kernel"].iloc[0]
-        title = f"Hierarchical roofline: {plots.kernel_label(key)}  ({kname[:60]})"
-        jobs.append((f"roofline_{safe_name(report)}.png",
-                     lambda r=report, t=title: plots.plot_roofline(inp.roof, inp.ident, [r], title=t, fp32_points=True)))
-    jobs.append(("roofline_overlay.png",
-                 lambda: plots.plot_roofline(inp.roof, inp.ident, title="Hierarchical roofline: all kernels")))
+        if plots.is_series(key):
+            title = f"Hierarchical roofline: {plots.kernel_label(key)}  ({kname[:60]})"
+        else:
+            title = f"Hierarchical roofline: {report}"
+        who = f"{report} = {plots.kernel_label(key)}" if plots.is_series(key) else report
+        cap = (f"hierarchical roofline of {who} ({_launch_count(inp, report)}, "
+               f"{labels.function_runs(*_launch_funcs(inp, report))}) on {_gpus(inp, [report])}")
+        jobs.append((fname, lambda r=report, t=title: plots.plot_roofline(inp.roof, inp.ident, [r], title=t,
+                                                                           fp32_points=True), cap))
+    # one overlay per GPU: roofs of different GPUs do not share a chart
+    by_gpu: dict[str, list[str]] = {}
+    for report in inp.stems:
+        by_gpu.setdefault(_gpus(inp, [report]), []).append(report)
+    for gpu, reports in by_gpu.items():
+        fname = "roofline_overlay.png" if len(by_gpu) == 1 else f"roofline_overlay_{safe_name(gpu)}.png"
+        drawable = [r for r in reports if _roof_points(inp, [r])]
+        if len(drawable) < 2:
+            if len(reports) > 1:
+                    inp.note("roofline", fname, f"{gpu}: {len(drawable)} report(s) with roofline points; "
+                                            "an overlay needs two")
+            continue
+        title = "Hierarchical roofline: all kernels" if inp.series else f"Hierarchical roofline: {len(drawable)} reports on {gpu}"
+        jobs.append((fname, lambda rs=drawable, t=title: plots.plot_roofline(
+            inp.roof, inp.ident, None if len(by_gpu) == 1 and rs == list(inp.stems) else rs, title=t),
+            f"hierarchical roofline of {len(drawable)} reports on {gpu} in one chart"))
     return jobs
+
+
+def _launch_funcs(inp: Inputs, report: str):
+    rows = inp.ident[inp.ident["report"] == report]
+    return rows["launch"], rows["kernel"]
+
+
+def _gpus(inp: Inputs, reports) -> str:
+    g = inp.ident.loc[inp.ident["report"].isin(list(reports)), "gpu"]
+    return " / ".join(sorted({labels.gpu_short(v) for v in g})) or "GPU unknown"
 
 
 def _stall_lines_one(inp: Inputs, report: str):
@@ -238,15 +320,45 @@ def _stall_lines_one(inp: Inputs, report: str):
 
 
 def _stall_lines(inp: Inputs):
-    return [(f"stall_lines_{safe_name(r)}.png", lambda r=r: _stall_lines_one(inp, r)) for r in inp.stems]
+    jobs = []
+    for r in inp.stems:
+        fname = f"stall_lines_{safe_name(r)}.png"
+        try:
+            empty = top_stall_lines(inp.source(r), TOP_LINES).empty
+        except (ReportError, KeyError, ValueError) as exc:
+            inp.note("stall_lines", fname, f"{r}: per-instruction data unreadable ({str(exc).strip()[:80]})")
+            continue
+        if empty:
+            inp.note("stall_lines", fname, f"{r}: no PC-sampling stall samples (SourceCounters section not collected)")
+            continue
+        jobs.append((fname, lambda r=r: _stall_lines_one(inp, r),
+                     f"the {TOP_LINES} SASS instructions of {r} with the most stall samples, by reason"))
+    return jobs
+
+
+def _all_launches(inp: Inputs) -> str:
+    n, k = len(inp.ident), inp.ident["report"].nunique()
+    return f"{n} launch{'es' if n > 1 else ''} of {k} report{'s' if k > 1 else ''}"
+
+
+def _need(frame: pd.DataFrame, cols, what: str) -> None:
+    lacking = [c for c in cols if c not in frame.columns]
+    if lacking:
+        raise Skip(f"the {what} frame lacks columns {', '.join(lacking)}")
+    if frame.empty:
+        raise Skip(f"no {what} metrics in these reports")
 
 
 def _stalls(inp: Inputs):
-    return [("stalls.png", lambda: plots.plot_stalls(inp.stall, inp.ident, inp.roof))]
+    _need(inp.stall, ("report", "launch", "range_idx", "reason", "per_issue"), "stall")
+    return [("stalls.png", lambda: plots.plot_stalls(inp.stall, inp.ident, inp.roof),
+             f"warp stall reasons (cycles per issued instruction and shares), {_all_launches(inp)}")]
 
 
 def _pipes(inp: Inputs):
-    return [("pipes.png", lambda: plots.plot_pipes(inp.pipe, inp.ident, inp.roof))]
+    _need(inp.pipe, ("report", "launch", "range_idx", "category", "name", "value"), "pipe")
+    return [("pipes.png", lambda: plots.plot_pipes(inp.pipe, inp.ident, inp.roof),
+             f"pipe utilisation and issue slots, % of peak, {_all_launches(inp)}")]
 
 
 def _method_note(meta: dict) -> str:
@@ -267,7 +379,8 @@ def _progression(inp: Inputs):
         raise Skip("bench.csv has no 'ref' rows to normalise against")
     gpu = (inp.bench_meta.get("gpu") or {}).get("name") or "/".join(inp.bench["gpu"].astype(str).unique())
     return [("progression.png", lambda: plots.plot_progression(inp.bench, head, gpu=gpu, batch=batch_note(inp.bench),
-                                                               method=_method_note(inp.bench_meta)))]
+                                                               method=_method_note(inp.bench_meta)),
+             f"kernels 1-7 TFLOP/s over S and % of FA2 on {gpu} (bench.csv)")]
 
 
 def _autotune(inp: Inputs):
@@ -284,7 +397,8 @@ def _autotune(inp: Inputs):
              f" ({batch_note(a)})" if {"batch", "heads"} <= set(a.columns) else "")
     dt = "/".join(sorted(a["dtype"].astype(str).unique())) if "dtype" in a.columns else ""
     ctx = f"{gpu} \u00b7 {shape} d128 \u00b7 {dt} \u00b7 SM clock not locked (boost)"
-    return [("autotune.png", lambda: plots.plot_autotune(table, imp, prune, context=ctx))]
+    return [("autotune.png", lambda: plots.plot_autotune(table, imp, prune, context=ctx),
+             f"kernel-7 auto-tuning sweep on {gpu}: {len(table)} candidates ranked")]
 
 
 def _gap_frames(inp: Inputs):
@@ -300,7 +414,7 @@ def _gap_context(inp: Inputs) -> str:
         lambda v: "/".join(sorted(set(map(str, v)))))
     obs = "; ".join(f"{g}: {src}" for g, src in srcs.items())
     alpha = float(t["alpha"].iloc[0]) if len(t) else float("nan")
-    return (f"fp16, B16 H16 S4096 d128 \u00b7 observed (bars) = {obs} \u00b7 model: pipe-time lower bounds from "
+    return (f"{inp.shape} \u00b7 observed (bars) = {obs} \u00b7 model: pipe-time lower bounds from "
             f"H200 counters (+ per-arch main-loop SASS delta), combined as max + \u03b1\u00b7rest (\u03b1 = {alpha:.2f}, fitted on the H200 only)")
 
 
@@ -309,7 +423,8 @@ def _gap(inp: Inputs):
     from . import gap_plots
     return [("gap.png", lambda: gap_plots.plot_gap(
         g["table"], title="Kernels 1-7 as % of FlashAttention-2 per GPU: observed vs pipe-time model",
-        subtitle=_gap_context(inp)))]
+        subtitle=_gap_context(inp)),
+             "kernels 1-7 as % of FA2 per GPU: observed vs the pipe-time model")]
 
 
 def _gpu_ceilings(inp: Inputs):
@@ -319,7 +434,8 @@ def _gpu_ceilings(inp: Inputs):
     sub = " \u00b7 ".join(f"{r['gpu']}: {r['tensor_flops'] / 1e12:.0f} TFLOP/s mma.sync at {r['clock_hz'] / 1e9:.2f} GHz "
                           f"({r['source']})" for r in c.to_dict("records"))
     return [("gpu_ceilings.png", lambda: gap_plots.plot_ceilings(c, title="Roofline ceilings of three GPUs",
-                                                                 subtitle=sub))]
+                                                                 subtitle=sub),
+             f"roofline ceilings of {', '.join(map(str, c['gpu']))}")]
 
 
 def _pipe_shares(inp: Inputs):
@@ -329,7 +445,17 @@ def _pipe_shares(inp: Inputs):
     from . import gap_plots
     return [("pipe_shares.png", lambda: gap_plots.plot_pipe_shares(
         g["shares"], title="Kernel 7: modelled pipe time per GPU",
-        subtitle="fp16 S4096 d128; bars above 1 outlast the tensor work"))]
+        subtitle=f"{_shape_short(inp)}; bars above 1 outlast the tensor work"),
+             "kernel 7: modelled time of each pipe relative to the tensor pipe, per GPU")]
+
+
+def _shape_short(inp: Inputs) -> str:
+    """'fp16 S4096 d128' of the series' launches."""
+    rows = inp.ident[[plots.kernel_key(r, v) == "7" for r, v in zip(inp.ident["report"], inp.ident["variant"])]]
+    dts = "/".join(sorted({str(d) for d in rows["dtype"].dropna()})) or "dtype?"
+    seq = "/".join(sorted({str(int(v)) for v in rows["seq"].dropna()})) or "?"
+    dh = "/".join(sorted({str(int(v)) for v in rows["d_head"].dropna()})) or "?"
+    return f"{dts} S{seq} d{dh}"
 
 
 def _sass_mix(inp: Inputs):
@@ -343,23 +469,34 @@ def _sass_mix(inp: Inputs):
         p = inp.ptxas[(inp.ptxas["arch"] == SASS_ARCH) & (inp.ptxas["dtype"] == SASS_DTYPE)]
         regs = {str(k): int(r) for k, r in zip(p["kernel"], p["registers"])}
     return [("sass_mix.png", lambda: plots.plot_sass_mix(d, title_note=f"static SASS, {SASS_ARCH} {SASS_DTYPE}",
-                                                         regs=regs))]
+                                                         regs=regs),
+             f"static SASS opcode changes from each kernel to the next ({SASS_ARCH} {SASS_DTYPE})")]
 
 
 def _bank(inp: Inputs):
-    return [("bank_conflicts.png", lambda: plots.plot_bank_conflicts(inp.banks, inp.ident, inp.roof))]
+    _need(inp.banks, ("report", "launch", "range_idx", "op", "nway", "ldsm_inst"), "bank-conflict")
+    return [("bank_conflicts.png", lambda: plots.plot_bank_conflicts(inp.banks, inp.ident, inp.roof),
+             f"shared-memory bank-conflict degree and ldmatrix count, {_all_launches(inp)}")]
 
 
 @dataclass(frozen=True)
 class FigureSpec:
+    """``series``: a figure about flashprof's kernels 1-7, drawn only for their reports."""
     name: str
-    jobs: Callable[[Inputs], list]
+    make: Callable[[Inputs], list]
     about: str
+    series: bool = False
+
+    def jobs(self, inp: Inputs) -> list[tuple[str, Callable, str]]:
+        """(filename, thunk, one-line caption) per file; raises Skip when nothing applies."""
+        if self.series and not inp.series:
+            raise Skip(f"about flashprof kernels 1-7; {inp.reports_dir} holds none of their reports")
+        return self.make(inp)
 
     def outputs(self, inp: Inputs) -> list[str]:
         """Files this figure writes for these inputs ([] when it would be skipped)."""
         try:
-            return [f for f, _ in self.jobs(inp)]
+            return [f for f, *_ in self.jobs(inp)]
         except Skip:
             return []
 
@@ -369,13 +506,13 @@ FIGURES: dict[str, FigureSpec] = {s.name: s for s in (
     FigureSpec("stalls", _stalls, "stall reasons per kernel, stacked"),
     FigureSpec("stall_lines", _stall_lines, "hottest SASS lines per report"),
     FigureSpec("pipes", _pipes, "pipe utilisation and issue slots"),
-    FigureSpec("progression", _progression, "TFLOP/s vs S and % of FA2 (bench.csv)"),
-    FigureSpec("sass_mix", _sass_mix, "static SASS opcode deltas K(n)->K(n+1)"),
+    FigureSpec("progression", _progression, "TFLOP/s vs S and % of FA2 (bench.csv)", series=True),
+    FigureSpec("sass_mix", _sass_mix, "static SASS opcode deltas K(n)->K(n+1)", series=True),
     FigureSpec("bank_conflicts", _bank, "smem bank conflicts, ldmatrix"),
-    FigureSpec("autotune", _autotune, "kernel-7 sweep ranked, coloured by the parameter that matters"),
-    FigureSpec("gap", _gap, "% of FA2 per kernel: published A100/3090 + measured H200 vs model"),
-    FigureSpec("gpu_ceilings", _gpu_ceilings, "three-GPU roofline ceilings (analysis.gap)"),
-    FigureSpec("pipe_shares", _pipe_shares, "kernel-7 pipe time shares per GPU (analysis.gap)"),
+    FigureSpec("autotune", _autotune, "kernel-7 sweep ranked, coloured by the parameter that matters", series=True),
+    FigureSpec("gap", _gap, "% of FA2 per kernel: published A100/3090 + measured H200 vs model", series=True),
+    FigureSpec("gpu_ceilings", _gpu_ceilings, "three-GPU roofline ceilings (analysis.gap)", series=True),
+    FigureSpec("pipe_shares", _pipe_shares, "kernel-7 pipe time shares per GPU (analysis.gap)", series=True),
 )}
 
 
@@ -409,6 +546,23 @@ def make_inputs(reports_dir: Path, sass_dir: Path | None = None, cache: bool = T
     return Inputs(reports_dir, sass_dir, find_reports(reports_dir), cache=cache)
 
 
+def _same(a: Path, b: Path) -> bool:
+    return Path(a).resolve() == Path(b).resolve()
+
+
+def out_dir(reports_dir: Path, out: Path | None = None) -> Path:
+    """Where the figures of ``reports_dir`` go. The committed figures/ belongs to the
+    shipped reports only; any other folder gets figures/<its name>/ (or ``out``), and
+    an ``out`` that is figures/ itself is refused for it."""
+    shipped = _same(reports_dir, DEFAULT_REPORTS)
+    if out is None:
+        return DEFAULT_OUT if shipped else DEFAULT_OUT / (safe_name(Path(reports_dir).resolve().name) or "reports")
+    if not shipped and _same(out, DEFAULT_OUT):
+        raise FiguresError(f"{DEFAULT_OUT} holds the figures of the shipped reports ({DEFAULT_REPORTS.relative_to(ROOT)}); "
+                           f"leave out --out/OUT= to write to {DEFAULT_OUT.name}/{safe_name(Path(reports_dir).resolve().name)}/")
+    return Path(out)
+
+
 _WORKER: dict = {}
 
 
@@ -417,7 +571,7 @@ def _draw(job: tuple[str, int, str]) -> tuple[str, str, float]:
     name, idx, out = job
     inp = _WORKER["inputs"]
     t0 = time.perf_counter()
-    fname, thunk = FIGURES[name].jobs(inp)[idx]
+    fname, thunk, _ = FIGURES[name].jobs(inp)[idx]
     fig = thunk()
     save_atomic(fig, Path(out) / fname)
     plots.close(fig)
@@ -437,16 +591,21 @@ def build(inp: Inputs, out: Path, only=None, log=print, jobs: int | None = None)
     for attr in ("frame", "ident", "roof", "stall", "pipe", "banks", "stems", "bench", "bench_meta",
                  "opcodes", "ptxas", "autotune", "autotune_static"):
         getattr(inp, attr)
-    if any(n in names for n in ("gap", "gpu_ceilings", "pipe_shares")):
+    if inp.series and any(n in names for n in ("gap", "gpu_ceilings", "pipe_shares")):
         inp.gap  # computed once, before the workers fork
-    work = []
+    work, captions, skipped = [], [], []
     for name in names:
         try:
             listed = FIGURES[name].jobs(inp)
         except Skip as s:
             log(f"{PROG}: {name:<14} skipped: {s}")
+            skipped.append(f"- {name}: {s}")
             continue
+        for (fig, what), why in inp.notes.items():
+            if fig == name:
+                log(f"{PROG}: {name:<14} skipped {what}: {why}")
         work += [(name, i, str(out)) for i in range(len(listed))]
+        captions += [(fname, cap) for fname, _, cap in listed]
     _WORKER["inputs"] = inp
     if jobs is None:
         jobs = min(4, os.cpu_count() or 1)
@@ -462,7 +621,28 @@ def build(inp: Inputs, out: Path, only=None, log=print, jobs: int | None = None)
             name, path, secs = _draw(job)
             written.append(Path(path))
             log(f"{PROG}: {name:<14} {path}  ({secs:.2f} s)")
+    if not only:  # a partial run would leave an index that misses the other figures
+        write_index(out, captions, inp, skipped)
     return written
+
+
+def write_index(out: Path, captions: list[tuple[str, str]], inp: Inputs, skipped: list[str] = ()) -> Path:
+    """``index.md``: every figure of this folder with its one-line caption."""
+    n = len(inp.ident)
+    lines = [f"# Figures of `{inp.reports_dir.name}`", "",
+             f"{len(inp.stems)} report(s), {n} launch(es), drawn by `python -m analysis.figures` "
+             f"(flashprof). One line per figure:", ""]
+    lines += [f"- [{fname}]({fname}): {cap}" for fname, cap in captions]
+    left = list(skipped) + [f"- {what}: {why}" for (_, what), why in inp.notes.items()]
+    if left:
+        lines += ["", "Not drawn:", ""] + left
+    path = out / "index.md"
+    fd, tmp = tempfile.mkstemp(dir=out, prefix=".index.md.", suffix=".tmp")
+    with os.fdopen(fd, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+    return path
 
 
 class _Parser(argparse.ArgumentParser):
@@ -473,7 +653,8 @@ class _Parser(argparse.ArgumentParser):
 def main(argv=None) -> int:
     p = _Parser(prog=f"python -m analysis.{PROG}", description=__doc__.splitlines()[0])
     p.add_argument("--reports", type=Path, default=DEFAULT_REPORTS, help="folder of *.ncu-rep (+ bench.csv)")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for the PNGs")
+    p.add_argument("--out", type=Path, default=None,
+                   help="folder for the PNGs (default: figures/ for the shipped reports, else figures/<folder name>/)")
     p.add_argument("--sass", type=Path, default=None, help="folder of opcodes.csv/ptxas.csv (default: <reports>/../sass)")
     p.add_argument("--only", nargs="+", metavar="NAME", help=f"subset of: {', '.join(FIGURES)}")
     p.add_argument("--no-cache", action="store_true", help="do not use the parse cache")
@@ -484,6 +665,7 @@ def main(argv=None) -> int:
         bad = [n for n in (args.only or []) if n not in FIGURES]
         if bad:
             raise FiguresError(f"unknown figure(s) {', '.join(bad)}; choose from {', '.join(FIGURES)}")
+        args.out = out_dir(args.reports, args.out)
         inp = make_inputs(args.reports, args.sass, cache=not args.no_cache)
         written = build(inp, args.out, args.only, jobs=args.jobs)
     except (FiguresError, ReportError, OSError, ValueError, KeyError) as exc:

@@ -29,9 +29,11 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from .stalls import REASON_FAMILY, STALL_FAMILIES, STALL_REASONS
+from .plot import labels, launch_charts
+from .plot.style import (DPI, PIPE_LABELS, REASON_COLORS, SMEM_FAMILY, SMEM_HATCH,  # noqa: F401
+                         new_fig, reason_style)
+from .stalls import REASON_FAMILY, STALL_FAMILIES, STALL_REASONS  # noqa: F401
 
-DPI = 150
 KERNEL_IDS = tuple(str(i) for i in range(1, 8))
 ANCHORS = ("ref", "cudnn")
 KERNEL_ORDER = KERNEL_IDS + ANCHORS
@@ -55,22 +57,6 @@ CONVENTION_NOTE = ("Convention: Nsight Compute hierarchical roofline definitions
 LEVEL_MARKERS = {"L1": "o", "L2": "s", "DRAM": "^", "shared memory": "D"}
 LEVEL_LABELS = {"L1": "L1", "L2": "L2", "DRAM": "DRAM", "shared memory": "shared mem.\u2020"}
 _LEVEL_LINESTYLES = {"L1": "-", "L2": "-", "DRAM": "-", "shared memory": ":"}
-
-# Fixed colour per stall reason: one hue per family, shades within it.
-REASON_COLORS = {
-    "math_pipe_throttle": "#e6550d", "gmma": "#fd8d3c", "warpgroup_arrive": "#fdd0a2",
-    "mio_throttle": "#08519c", "short_scoreboard": "#6baed6",
-    "long_scoreboard": "#756bb1", "lg_throttle": "#9e9ac8", "drain": "#bcbddc",
-    "imc_miss": "#dadaeb", "tex_throttle": "#54278f",
-    "barrier": "#31a354",
-    "wait": "#636363", "dispatch_stall": "#8c6d31", "no_instruction": "#bd9e39",
-    "branch_resolving": "#e7ba52", "not_selected": "#969696", "selected": "#d9d9d9",
-    "misc": "#bdbdbd", "sleeping": "#e7cb94", "membar": "#843c39",
-}
-SMEM_FAMILY = "shared memory/MIO"
-SMEM_HATCH = "///"
-PIPE_LABELS = {"tensor": "tensor (HMMA)", "fma": "FMA (FP32)", "alu": "ALU", "xu": "XU (MUFU)",
-               "lsu": "LSU", "issue_active": "issue slots"}
 
 
 # --------------------------------------------------------------------------- identity
@@ -113,18 +99,43 @@ def kernel_label(key: str, short: bool = False) -> str:
     return key
 
 
+def is_series(key) -> bool:
+    """A kernel of the flashprof series (1-7) or one of its anchors (FA2, cuDNN)."""
+    return str(key) in KERNEL_ORDER
+
+
 def launches(frame: pd.DataFrame) -> pd.DataFrame:
     """Unique (report, range_idx, launch) rows of ``frame`` in kernel order, with key,
-    label and a series id; a report with several launches gets '#launch' in its label."""
-    cols = [c for c in ("report", "range_idx", "launch", "variant") if c in frame.columns]
+    label, short label, colour and a series id. Series kernels are named by their step
+    ('K6 FP32 instruction fusion', short 'K6'); any other report by a short stable tag of
+    its stem (``labels.report_tags``), both with '#launch' when a report has several.
+    ``tag`` and ``kernel`` feed ``labels.name_table`` (tag -> full names)."""
+    cols = [c for c in ("report", "range_idx", "launch", "variant", "kernel") if c in frame.columns]
     u = frame.drop_duplicates(["report", "range_idx", "launch"])[cols].copy()
+    if "kernel" not in u.columns:
+        u["kernel"] = None
     u["key"] = [kernel_key(r, v) for r, v in zip(u["report"], u.get("variant", [None] * len(u)))]
     multi = u["report"].duplicated(keep=False)
-    u["label"] = [kernel_label(k) + (f" #{n}" if m else "") for k, n, m in zip(u["key"], u["launch"], multi)]
-    u["short"] = [kernel_label(k, short=True) + (f"#{n}" if m else "") for k, n, m in zip(u["key"], u["launch"], multi)]
+    tags = labels.report_tags(u.loc[~u["key"].map(is_series), "report"])
+    u["tag"] = [kernel_label(k, short=True) if is_series(k) else tags[r] for r, k in zip(u["report"], u["key"])]
+    u["label"] = [(kernel_label(k) if is_series(k) else t) + (f" #{n}" if m else "")
+                  for k, t, n, m in zip(u["key"], u["tag"], u["launch"], multi)]
+    u["short"] = [t + (f"#{n}" if m else "") for t, n, m in zip(u["tag"], u["launch"], multi)]
     u["sid"] = [f"{r}#{n}" for r, n in zip(u["report"], u["launch"])]
     u["_rank"] = [kernel_rank(k) for k in u["key"]]
-    return u.sort_values(["_rank", "report", "launch"]).drop(columns="_rank").reset_index(drop=True)
+    u = u.sort_values(["_rank", "report", "launch"]).drop(columns="_rank").reset_index(drop=True)
+    others = list(dict.fromkeys(u.loc[~u["key"].map(is_series), "report"]))
+    own = dict(zip(others, labels.palette(len(others))))
+    u["color"] = [kernel_color(k) if is_series(k) else own[r] for r, k in zip(u["report"], u["key"])]
+    return u
+
+
+def _many_args(L: pd.DataFrame, ident: pd.DataFrame | None, roof: pd.DataFrame | None) -> dict:
+    """Context line and name table for the per-launch charts of ``launch_charts``."""
+    if ident is None:
+        return {"context": "", "table": labels.name_table(L)}
+    ctx = context_line(ident, roof, reports=L["report"].unique())
+    return {"context": ctx, "table": labels.name_table(L, ident)}
 
 
 def _fmt_shape(row) -> str | None:
@@ -141,7 +152,10 @@ def context_line(ident: pd.DataFrame, roof: pd.DataFrame | None = None, reports=
     ident = ident if reports is None else ident[ident["report"].isin(list(reports))]
     parts = []
     gpus = sorted({g for g in ident["gpu"].dropna().astype(str) if g not in ("nan", "None")})
-    parts.append(" / ".join(gpus) if gpus else "GPU unknown")
+    if len(gpus) > 2:  # the name table under the chart says which report ran where
+        parts.append(f"{len({labels.gpu_short(g) for g in gpus})} GPUs (per report: see labels)")
+    else:
+        parts.append(" / ".join(gpus) if gpus else "GPU unknown")
     shapes, unknown = {}, []
     for rec in ident.to_dict("records"):
         s = _fmt_shape(rec)
@@ -166,8 +180,7 @@ def context_line(ident: pd.DataFrame, roof: pd.DataFrame | None = None, reports=
     return " \u00b7 ".join(parts)
 
 
-def _new_fig(w: float, h: float) -> Figure:
-    return Figure(figsize=(w, h), dpi=DPI)
+_new_fig = new_fig
 
 
 def _finite(*vals) -> bool:
@@ -214,7 +227,7 @@ def _draw_series(ax, sel: pd.DataFrame, L: pd.DataFrame, *, fp32_points: bool, p
     """One joined line + one marker per memory level for every launch in ``L``."""
     TF = 1e12
     for rec in L.to_dict("records"):
-        color = kernel_color(rec["key"])
+        color = rec["color"]
         pts = _series_points(sel, rec)
         if pts:
             order = sorted(pts, key=lambda p: p[1])
@@ -235,12 +248,7 @@ def _draw_series(ax, sel: pd.DataFrame, L: pd.DataFrame, *, fp32_points: bool, p
                             ls="none", zorder=5)
 
 
-def _renderer(fig: Figure):
-    """An Agg renderer for measuring text before saving (attaches an Agg canvas)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    if not isinstance(fig.canvas, FigureCanvasAgg):
-        FigureCanvasAgg(fig)
-    return fig.canvas.get_renderer()
+_renderer = labels.renderer
 
 
 def _text_size(ax, renderer, text: str, fontsize: float, bold: bool = False) -> tuple[float, float]:
@@ -347,7 +355,9 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
     sel = roof if reports is None else roof[roof["report"].isin(list(reports))]
     ceil = _roof_ceilings(sel)
     L = launches(sel)
-    crowd = _cluster(L, sel) if zoom is None or zoom else []
+    foreign = not L["key"].map(is_series).all()
+    # the zoom panel names every series: for the flashprof series, not for many launches
+    crowd = _cluster(L, sel) if (zoom is None and not foreign) or zoom else []
     zoom = bool(crowd) if zoom is None else bool(zoom and crowd)
     if zoom:
         fig = _new_fig(14.0, 6.9)
@@ -410,8 +420,8 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
     # ---- compute roofs: horizontal, from the ridge with the fastest level to the right
     fastest = max(bws.values()) if bws else None
     tensor_roofs = [k for k in ("tensor:wgmma", "tensor:mma.sync") if k in ceil]
-    roof_style = {"tensor:mma.sync": ("#333333", "-", "tensor, mma.sync (kernels 1-7, FA2)"),
-                  "tensor:wgmma": (kernel_color("cudnn"), "--", "tensor, wgmma (cuDNN only)"),
+    roof_style = {"tensor:mma.sync": ("#333333", "-", "tensor, mma.sync" if foreign else "tensor, mma.sync (kernels 1-7, FA2)"),
+                  "tensor:wgmma": (kernel_color("cudnn"), "--", "tensor, wgmma" if foreign else "tensor, wgmma (cuDNN only)"),
                   "fp32": ("#555555", "-.", "FP32 (FFMA)")}
     roof_drawn = []
     for kind, (color, ls, name) in roof_style.items():
@@ -536,10 +546,14 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
 
     # ---- legends outside the data
     lax = zx if zx is not None else ax
-    kh = [Line2D([], [], color=kernel_color(k), lw=2, marker="o", ms=5, label=lab)
-          for k, lab in zip(L["key"], L["label"])]
-    leg1 = lax.legend(handles=kh, title="kernel", loc="upper left", bbox_to_anchor=(1.03, 1.0),
-                      fontsize=8, title_fontsize=8.5, frameon=False)
+    if foreign:  # one entry per report (full stem, wrapped), its launches share its colour
+        kh = [Line2D([], [], color=g["color"].iloc[0], lw=2, marker="o", ms=5,
+                     label=textwrap.fill(str(r), 30) + f"\n({len(g)} launch{'es' if len(g) > 1 else ''})")
+              for r, g in L.groupby("report", sort=False)]
+    else:
+        kh = [Line2D([], [], color=c, lw=2, marker="o", ms=5, label=lab) for c, lab in zip(L["color"], L["label"])]
+    leg1 = lax.legend(handles=kh, title="report" if foreign else "kernel", loc="upper left", bbox_to_anchor=(1.03, 1.0),
+                      fontsize=7.5 if foreign else 8, title_fontsize=8.5, frameon=False)
     lax.add_artist(leg1)
     lh = [Line2D([], [], ls="none", marker=m, color="#555555", mfc="white" if lv == "shared memory" else "#555555",
                  ms=6, label=LEVEL_LABELS[lv]) for lv, m in LEVEL_MARKERS.items()]
@@ -614,18 +628,15 @@ def _draw_zoom(ax, zx, sel: pd.DataFrame, crowd: pd.DataFrame) -> None:
 
 
 # --------------------------------------------------------------------------- stalls
-def _reason_style(reason: str) -> dict:
-    fam = REASON_FAMILY.get(reason, "other")
-    style = {"facecolor": REASON_COLORS.get(reason, "#cccccc"), "edgecolor": "white", "linewidth": 0.4}
-    if fam == SMEM_FAMILY:
-        style.update(hatch=SMEM_HATCH, edgecolor="#dbe9f6")
-    return style
+_reason_style = reason_style
 
 
 def plot_stalls(stall_frame: pd.DataFrame, ident: pd.DataFrame | None = None, roof: pd.DataFrame | None = None,
                 *, value: str = "per_issue") -> Figure:
     """Stacked bars per launch of the stall reasons (canonical order, fixed colours)."""
     L = launches(stall_frame)
+    if not L["key"].map(is_series).all():
+        return launch_charts.stalls_many(stall_frame, L, value=value, **_many_args(L, ident, roof))
     reasons = list(stall_frame["reason"].cat.categories) if hasattr(stall_frame["reason"], "cat") \
         else list(dict.fromkeys(stall_frame["reason"]))
     present = [r for r in reasons if (stall_frame.loc[stall_frame["reason"] == r, value].fillna(0) > 0).any()]
@@ -795,6 +806,8 @@ def plot_pipes(pipe_frame: pd.DataFrame, ident: pd.DataFrame | None = None, roof
     """Grouped bars: one group per pipe (+ issue slots), one bar per launch (kernel colours)."""
     sub = pipe_frame[pipe_frame["category"].isin(["utilization", "issue"])]
     L = launches(sub)
+    if not L["key"].map(is_series).all():
+        return launch_charts.pipes_many(pipe_frame, L, names, **_many_args(L, ident, roof))
     fig = _new_fig(12.0, 5.4)
     ax = fig.add_axes([0.07, 0.2, 0.66, 0.66])
     n = max(len(L), 1)
@@ -1016,6 +1029,8 @@ def plot_sass_mix(deltas: pd.DataFrame, *, top_n: int = 8, title_note: str = "",
 def plot_bank_conflicts(banks: pd.DataFrame, ident: pd.DataFrame | None = None, roof: pd.DataFrame | None = None) -> Figure:
     """n-way shared-memory bank conflict degree (ld, st) and ldmatrix count per launch."""
     L = launches(banks)
+    if not L["key"].map(is_series).all():
+        return launch_charts.banks_many(banks, L, **_many_args(L, ident, roof))
     fig = _new_fig(10.0, 4.4)
     a1 = fig.add_axes([0.1, 0.2, 0.5, 0.56])
     a2 = fig.add_axes([0.72, 0.2, 0.26, 0.56])
