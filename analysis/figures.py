@@ -294,7 +294,8 @@ def _roofline(inp: Inputs):
             continue
         title = "Hierarchical roofline: all kernels" if inp.series else f"Hierarchical roofline: {len(drawable)} reports on {gpu}"
         jobs.append((fname, lambda rs=drawable, t=title: plots.plot_roofline(
-            inp.roof, inp.ident, None if len(by_gpu) == 1 and rs == list(inp.stems) else rs, title=t),
+            inp.roof, inp.ident, None if len(by_gpu) == 1 and rs == list(inp.stems) else rs, title=t,
+            fp32_points=not inp.series),
             f"hierarchical roofline of {len(drawable)} reports on {gpu} in one chart"))
     return jobs
 

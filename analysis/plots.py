@@ -127,6 +127,8 @@ def launches(frame: pd.DataFrame) -> pd.DataFrame:
     others = list(dict.fromkeys(u.loc[~u["key"].map(is_series), "report"]))
     own = dict(zip(others, labels.palette(len(others))))
     u["color"] = [kernel_color(k) if is_series(k) else own[r] for r, k in zip(u["report"], u["key"])]
+    if len(others) == 1 and not u["key"].map(is_series).any() and 1 < len(u) <= 10:
+        u["color"] = labels.palette(len(u))  # one report, a few launches: one colour each
     return u
 
 
@@ -546,13 +548,17 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
 
     # ---- legends outside the data
     lax = zx if zx is not None else ax
-    if foreign:  # one entry per report (full stem, wrapped), its launches share its colour
+    if foreign and L["report"].nunique() == 1 and L["color"].map(str).nunique() == len(L) > 1:
+        kh = [Line2D([], [], color=c, lw=2, marker="o", ms=5, label=f"#{n} {labels.short_function(k)}")
+              for c, n, k in zip(L["color"], L["launch"], L["kernel"])]
+    elif foreign:  # one entry per report (full stem, wrapped), its launches share its colour
         kh = [Line2D([], [], color=g["color"].iloc[0], lw=2, marker="o", ms=5,
                      label=textwrap.fill(str(r), 30) + f"\n({len(g)} launch{'es' if len(g) > 1 else ''})")
               for r, g in L.groupby("report", sort=False)]
     else:
         kh = [Line2D([], [], color=c, lw=2, marker="o", ms=5, label=lab) for c, lab in zip(L["color"], L["label"])]
-    leg1 = lax.legend(handles=kh, title="report" if foreign else "kernel", loc="upper left", bbox_to_anchor=(1.03, 1.0),
+    per_launch = foreign and L["report"].nunique() == 1 and len(kh) == len(L) > 1
+    leg1 = lax.legend(handles=kh, title=("launch" if per_launch else "report") if foreign else "kernel", loc="upper left", bbox_to_anchor=(1.03, 1.0),
                       fontsize=7.5 if foreign else 8, title_fontsize=8.5, frameon=False)
     lax.add_artist(leg1)
     lh = [Line2D([], [], ls="none", marker=m, color="#555555", mfc="white" if lv == "shared memory" else "#555555",

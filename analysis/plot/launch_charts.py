@@ -25,7 +25,7 @@ MIN_AXES_IN = 6.5
 MAX_AXES_IN = 36.0
 LEFT_IN = 1.1
 TICKS_IN = 1.35       # room for rotated tags ('<16-char tag>#104' at 7 pt)
-TABLE_LINE_IN = 0.15
+TABLE_LINE_IN = 0.13
 
 
 class Sheet:
@@ -80,6 +80,10 @@ def _value_labels(ax, renderer, xs, ys, texts, fontsize: float = 6.5, pad: float
         return
     for x, y, t in zip(xs, ys, texts):
         ax.text(x, y + pad, t, ha="center", va="bottom", fontsize=fontsize, rotation=rot, color="#333333")
+
+
+def _lacking(k: int, n: int, what: str) -> str:
+    return f"\n{k} of {n} launches have no bar: their reports lack {what}." if k else ""
 
 
 def _style_axes(ax) -> None:
@@ -139,8 +143,6 @@ def stalls_many(stall_frame: pd.DataFrame, L: pd.DataFrame, *, value: str, conte
     _value_labels(ax, renderer, have, [totals[i] for i in have], [f"{totals[i]:.2f}" for i in have])
     _value_labels(sx, renderer, have, [100.5] * len(have), [f"{shares[i]:.0f}%" for i in have], fontsize=6,
                   )
-    missing = [i for i, t in enumerate(totals) if not t]
-    _value_labels(ax, renderer, missing, [0.0] * len(missing), ["n/a"] * len(missing))
     ax.set_ylabel("warp cycles per issued instruction" if value == "per_issue" else "share of warp cycles")
     sx.set_ylabel("share of warp cycles (%)\nlabel: shared-mem./MIO share", fontsize=8)
     for a in (ax, sx):
@@ -149,18 +151,22 @@ def stalls_many(stall_frame: pd.DataFrame, L: pd.DataFrame, *, value: str, conte
     for fam, members in STALL_FAMILIES.items():
         mem = [r for r in members if r in present]
         if mem:
-            handles.append(Patch(color="none", label=fam))
+            handles.append(Patch(color="none", label=fam + (" (hatched)" if fam == SMEM_FAMILY else "")))
             handles += [Patch(label=r, **{k: v for k, v in reason_style(r).items() if k != "linewidth"}) for r in mem]
     extra = [r for r in present if not any(r in m for m in STALL_FAMILIES.values())]
     if extra:
         handles += [Patch(color="none", label="other")] + [Patch(label=r, **reason_style(r)) for r in extra]
     if handles:
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.02), fontsize=7.5, frameon=False,
-                  title="stall reason by family", title_fontsize=8.5)
+        leg = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.02), fontsize=7.5, frameon=False,
+                        title="stall reason by family", title_fontsize=8.5)
+        for t, h in zip(leg.get_texts(), handles):
+            if h.get_facecolor()[3] == 0:
+                t.set_fontweight("bold")
     sheet.finish(f"Warp stall reasons per launch ({len(L)} launch{'es' if len(L) > 1 else ''}, "
                  "Nsight Compute WarpStateStats)", context,
                  "Bar height = sum over reasons of smsp__average_warps_issue_stalled_<reason>_per_issue_active "
-                 "(includes 'selected', the issuing warp). A launch without WarpStateStats has no bar ('n/a').")
+                 "(includes 'selected', the issuing warp)." + _lacking(sum(1 for t in totals if not t), len(L),
+                                                                        "WarpStateStats"))
     return sheet.fig
 
 
@@ -225,8 +231,6 @@ def banks_many(banks: pd.DataFrame, L: pd.DataFrame, *, context: str, table: lis
     renderer = labels.renderer(sheet.fig)
     have = [i for i, t in enumerate(tops) if not math.isnan(t)]
     _value_labels(a1, renderer, have, [tops[i] for i in have], [f"{tops[i]:.2f}" for i in have])
-    gone = [i for i, t in enumerate(tops) if math.isnan(t)]
-    _value_labels(a1, renderer, gone, [0.0] * len(gone), ["n/a"] * len(gone))
     a1.set_ylabel("n-way (1.0 = conflict-free)", fontsize=8)
     a1.set_title("shared-memory bank conflicts (solid: loads, hatched: stores; label: the larger)", fontsize=9,
                  loc="left")
@@ -238,5 +242,5 @@ def banks_many(banks: pd.DataFrame, L: pd.DataFrame, *, context: str, table: lis
                  f"{'es' if len(L) > 1 else ''})", context,
                  "n-way = l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st} / (wavefronts - "
                  "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}); ldmatrix = smsp__inst_executed_op_ldsm."
-                 " n/a: the report lacks these metrics.")
+                 + _lacking(sum(1 for t in tops if math.isnan(t)), len(L), "shared-memory wavefront metrics"))
     return sheet.fig
