@@ -77,6 +77,7 @@ class Inputs:
     cache: bool = True
     _sources: dict = field(default_factory=dict, repr=False)
     notes: dict = field(default_factory=dict, repr=False)  # (figure, file) -> why it was left out
+    listed: dict = field(default_factory=dict, repr=False)  # figure -> its jobs
 
     def note(self, figure: str, what: str, why: str) -> None:
         self.notes[(figure, what)] = why
@@ -492,7 +493,9 @@ class FigureSpec:
         """(filename, thunk, one-line caption) per file; raises Skip when nothing applies."""
         if self.series and not inp.series:
             raise Skip(f"about flashprof kernels 1-7; {inp.reports_dir} holds none of their reports")
-        return self.make(inp)
+        if self.name not in inp.listed:  # listed once; forked drawing workers inherit it
+            inp.listed[self.name] = self.make(inp)
+        return inp.listed[self.name]
 
     def outputs(self, inp: Inputs) -> list[str]:
         """Files this figure writes for these inputs ([] when it would be skipped)."""

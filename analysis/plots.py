@@ -345,6 +345,33 @@ def _cluster(L: pd.DataFrame, sel: pd.DataFrame, spread: float = 1.4) -> list[st
     return [sid for sid, h in heights.items() if abs(math.log(h / med)) <= math.log(spread)]
 
 
+def _foreign_handles(L: pd.DataFrame, sel: pd.DataFrame, fp32: bool) -> tuple[list, str]:
+    """Legend entries for reports outside the series: one per launch when a single report
+    has a colour per launch, else one per report (its full stem wrapped, or its tag when
+    more than ``ROOF_FULL_NAMES`` reports share the chart); '(no point)' marks launches
+    whose report lacks the FLOP or byte metrics."""
+    def drawn(rec):
+        return bool(_series_points(sel, rec) or (fp32 and _series_points(sel, rec, fp32=True)))
+
+    recs = L.to_dict("records")
+    if L["report"].nunique() == 1 and L["color"].map(str).nunique() == len(L) > 1:
+        return [Line2D([], [], color=r["color"], lw=2, marker="o", ms=5,
+                       label=f"#{r['launch']} {labels.short_function(r['kernel'])}" + ("" if drawn(r) else " (no point)"))
+                for r in recs], "launch"
+    many = L["report"].nunique() > ROOF_FULL_NAMES
+    out = []
+    for rep, g in L.groupby("report", sort=False):
+        n_drawn = sum(drawn(r) for r in g.to_dict("records"))
+        name = g["tag"].iloc[0] if many else textwrap.fill(str(rep), 30)
+        what = f"{len(g)} launch{'es' if len(g) > 1 else ''}" + ("" if n_drawn == len(g) else f", {n_drawn} drawn")
+        out.append(Line2D([], [], color=g["color"].iloc[0], lw=2, marker="o", ms=5,
+                          label=f"{name} ({what})" if many else f"{name}\n({what})"))
+    return out, "report"
+
+
+ROOF_FULL_NAMES = 6
+
+
 def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, title: str | None = None,
                   fp32_points: bool = False, zoom: bool | None = None) -> Figure:
     """Hierarchical roofline (log-log, TFLOP/s vs FLOP/byte) of the selected reports.
@@ -537,7 +564,8 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
 
     # ---- one series per launch
     _draw_series(ax, sel, L, fp32_points=fp32_points)
-    ax.set_xlabel("arithmetic intensity (tensor FLOP / byte at that level)")
+    ax.set_xlabel("arithmetic intensity (FLOP / byte at that level; filled: tensor, hollow: FP32)" if foreign
+                  else "arithmetic intensity (tensor FLOP / byte at that level)")
     ax.set_ylabel("performance (TFLOP/s)")
     ax.grid(True, which="major", color="#e0e0e0", lw=0.6)
     ax.grid(True, which="minor", color="#f2f2f2", lw=0.4)
@@ -548,17 +576,12 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
 
     # ---- legends outside the data
     lax = zx if zx is not None else ax
-    if foreign and L["report"].nunique() == 1 and L["color"].map(str).nunique() == len(L) > 1:
-        kh = [Line2D([], [], color=c, lw=2, marker="o", ms=5, label=f"#{n} {labels.short_function(k)}")
-              for c, n, k in zip(L["color"], L["launch"], L["kernel"])]
-    elif foreign:  # one entry per report (full stem, wrapped), its launches share its colour
-        kh = [Line2D([], [], color=g["color"].iloc[0], lw=2, marker="o", ms=5,
-                     label=textwrap.fill(str(r), 30) + f"\n({len(g)} launch{'es' if len(g) > 1 else ''})")
-              for r, g in L.groupby("report", sort=False)]
+    if foreign:
+        kh, ktitle = _foreign_handles(L, sel, fp32_points)
     else:
-        kh = [Line2D([], [], color=c, lw=2, marker="o", ms=5, label=lab) for c, lab in zip(L["color"], L["label"])]
-    per_launch = foreign and L["report"].nunique() == 1 and len(kh) == len(L) > 1
-    leg1 = lax.legend(handles=kh, title=("launch" if per_launch else "report") if foreign else "kernel", loc="upper left", bbox_to_anchor=(1.03, 1.0),
+        kh, ktitle = [Line2D([], [], color=c, lw=2, marker="o", ms=5, label=lab)
+                      for c, lab in zip(L["color"], L["label"])], "kernel"
+    leg1 = lax.legend(handles=kh, title=ktitle, loc="upper left", bbox_to_anchor=(1.03, 1.0),
                       fontsize=7.5 if foreign else 8, title_fontsize=8.5, frameon=False)
     lax.add_artist(leg1)
     lh = [Line2D([], [], ls="none", marker=m, color="#555555", mfc="white" if lv == "shared memory" else "#555555",
@@ -576,6 +599,8 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
                "(they bypass L1); L2 is the most telling level. Roofs: each report's own peak x its measured clock")
     caption += " (highest across reports drawn)." if len(sel["report"].unique()) > 1 else "."
     fig.text(x_text, 0.015, caption, fontsize=7, color="#444444", va="bottom", wrap=True)
+    if foreign and L["report"].nunique() > ROOF_FULL_NAMES:  # the legend shows tags: say what they stand for
+        labels.add_name_table(fig, labels.name_table(L, ident), x=x_text)
     return fig
 
 

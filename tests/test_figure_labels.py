@@ -174,3 +174,54 @@ def test_overlap_detector_catches_crowded_ticks():
     assert labels.overlapping(ax.get_xticklabels(), r)
     k = labels.fit_xticks(ax, r, range(105), names, fontsize=7)
     assert k > 1 and not labels.overlapping(ax.get_xticklabels(), r)
+
+
+# --------------------------------------------------------------------------- roofline legends
+def _foreign_roof(full_frame, n_reports: int, blank: int | None = None):
+    """The shipped FA2 launch copied under ``n_reports`` long non-series names (one launch
+    each); report ``blank`` gets NaN FLOP/s (a report lacking the metrics)."""
+    from analysis.parse import launch_identity
+    from analysis.roofline import roofline
+    roof0 = roofline(full_frame)
+    roof0 = roof0[roof0["report"] == "ref"]
+    id0 = launch_identity(full_frame)
+    id0 = id0[id0["report"] == "ref"]
+    parts, ids = [], []
+    for i in range(n_reports):
+        name = f"someone__a_long_project_name_{i}__profile"
+        r = roof0.assign(report=name, variant=None, flops_tensor=roof0["flops_tensor"] * (1 + i / 10))
+        if i == blank:
+            r = r.assign(flops_tensor=np.nan, flops_fp32=np.nan)
+        parts.append(r)
+        ids.append(id0.assign(report=name, variant=None))
+    return pd.concat(parts, ignore_index=True), pd.concat(ids, ignore_index=True)
+
+
+def _legend_texts(fig):
+    return [t.get_text() for ax in fig.axes for leg in [ax.get_legend(), *[a for a in ax.artists
+            if a.__class__.__name__ == "Legend"]] if leg is not None for t in leg.get_texts()]
+
+
+def test_roofline_of_many_reports_uses_tags_and_a_name_table(full_frame):
+    roof, ident = _foreign_roof(full_frame, 9, blank=4)
+    fig = plots.plot_roofline(roof, ident, title="nine reports")
+    L = plots.launches(roof)
+    texts = _legend_texts(fig)
+    for tag in L["tag"]:
+        assert any(t.startswith(tag + " (") for t in texts), tag
+    assert any("1 launch, 0 drawn" in t for t in texts)  # the blank report says it has no point
+    table = [t.get_text() for t in fig.texts if t.get_gid() == "name-table"]
+    assert table and all(f"{tag} = {rep}" in table[0] for tag, rep in zip(L["tag"], L["report"]))
+    r = labels.renderer(fig)
+    fig.draw(r)
+    assert not labels.overlapping(list(fig.texts), r)  # title, context, caption, table
+    assert fig.bbox.y0 <= min(b.y0 for b in labels.boxes(fig.texts, r))
+
+
+def test_roofline_of_few_reports_names_them_in_full(full_frame):
+    roof, ident = _foreign_roof(full_frame, 2)
+    fig = plots.plot_roofline(roof, ident, title="two reports")
+    texts = [t.replace("\n", "") for t in _legend_texts(fig)]
+    for rep in roof["report"].unique():
+        assert any(rep in t for t in texts)
+    assert not [t for t in fig.texts if t.get_gid() == "name-table"]

@@ -10,6 +10,7 @@ Nothing here reads reports or computes metrics.
 from __future__ import annotations
 
 import math
+import os
 import re
 import textwrap
 
@@ -32,9 +33,21 @@ def short_tag(stem: str, width: int = TAG_WIDTH) -> str:
 
 
 def report_tags(reports, width: int = TAG_WIDTH) -> dict[str, str]:
-    """report -> unique short tag; clashing tags get ``R<i>:`` in front, i by sort order."""
+    """report -> unique short tag. Stems whose head...tail tags clash are tagged by the
+    part where they differ ('...name_3__pro...'); any clash left gets 'R<i>:' (sorted order)."""
     reports = list(dict.fromkeys(map(str, reports)))
     tags = {r: short_tag(r, width) for r in reports}
+    groups: dict[str, list[str]] = {}
+    for r in reports:
+        groups.setdefault(tags[r], []).append(r)
+    for clash in (g for g in groups.values() if len(g) > 1):
+        p = len(os.path.commonprefix(clash))
+        q = len(os.path.commonprefix([r[::-1] for r in clash]))
+        for r in clash:
+            lo, hi = max(0, p - 4), len(r) - max(0, q - 4)
+            core = r[lo:max(hi, lo + 1)]
+            core = core if len(core) <= width - 2 else short_tag(core, width - 2)
+            tags[r] = ("\u2026" if lo else "") + core + ("\u2026" if hi < len(r) else "")
     counts = pd.Series(list(tags.values())).value_counts()
     for i, r in enumerate(sorted(reports)):
         if counts.get(tags[r], 0) > 1:
@@ -154,3 +167,25 @@ def fit_xticks(ax, renderer, positions, labels, fontsize: float = 7.5, gap_px: f
         for i, t in enumerate(texts):
             t.set_visible(i % k == 0)
     return k
+
+
+def add_name_table(fig, rows: list[str], x: float = 0.07, line_in: float = 0.13) -> None:
+    """Grow ``fig`` at the bottom by the height of ``rows`` and print them there
+    (monospace), everything drawn so far keeping its size and place from the top."""
+    if not rows:
+        return
+    w, h0 = fig.get_size_inches()
+    extra = line_in * (len(rows) + 1) + 0.1
+    h1 = h0 + extra
+    fig.set_size_inches(w, h1)
+
+    def shift(y):  # figure fraction -> same inches from the bottom of the old figure, plus extra
+        return (y * h0 + extra) / h1
+    for ax in fig.axes:
+        b = ax.get_position()
+        ax.set_position([b.x0, shift(b.y0), b.width, b.height * h0 / h1])
+    for t in list(fig.texts) + ([fig._suptitle] if getattr(fig, "_suptitle", None) is not None else []):
+        xt, yt = t.get_position()
+        t.set_position((xt, shift(yt)))
+    fig.text(x, (extra - 0.05) / h1, "labels:\n" + "\n".join(rows), fontsize=7, family="monospace",
+             color="#333333", va="top", linespacing=1.25, gid="name-table")

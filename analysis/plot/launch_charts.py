@@ -36,7 +36,7 @@ class Sheet:
                  foot_lines: int = 2):
         self.axes_in = min(max(n * SLOT_IN, MIN_AXES_IN), MAX_AXES_IN)
         self.w = LEFT_IN + self.axes_in + legend_in
-        top, gap = 0.95, 0.3
+        top, gap = 0.95, 0.42
         self.h = top + sum(panel_heights) + gap * (len(panel_heights) - 1) + TICKS_IN \
             + TABLE_LINE_IN * (len(table) + 1) + 0.16 * foot_lines + 0.2
         self.fig = new_fig(self.w, self.h)
