@@ -261,9 +261,7 @@ def _launch_count(inp: Inputs, report: str) -> str:
 
 
 def _roofline(inp: Inputs):
-    lacking = [c for c in ROOF_COLUMNS if c not in inp.roof.columns]
-    if lacking:
-        raise Skip(f"the roofline frame lacks columns {', '.join(lacking)}")
+    _need(inp, "roof", ROOF_COLUMNS, "roofline")
     jobs = []
     for report in inp.stems:
         fname = f"roofline_{safe_name(report)}.png"
@@ -318,7 +316,7 @@ def _stall_lines_one(inp: Inputs, report: str):
     has_lines = bool(len(top)) and bool((top["location"] != "").any())
     note = "" if has_lines or top.empty else " \u00b7 no CUDA file:line (built without -lineinfo)"
     return plots.plot_stall_lines(src, top, title=f"Hottest SASS instructions by stall samples: {plots.kernel_label(key)}",
-                                  context=plots.context_line(inp.ident, inp.roof, reports=[report]) + note)
+                                  context=plots.context_line(inp.ident, _roof_or_none(inp), reports=[report]) + note)
 
 
 def _stall_lines(inp: Inputs):
@@ -343,7 +341,32 @@ def _all_launches(inp: Inputs) -> str:
     return f"{n} launch{'es' if n > 1 else ''} of {k} report{'s' if k > 1 else ''}"
 
 
-def _need(frame: pd.DataFrame, cols, what: str) -> None:
+ANALYSIS_FRAMES = ("roof", "stall", "pipe", "banks")
+
+
+def _analysis(inp: Inputs, attr: str, what: str) -> pd.DataFrame:
+    """An analysis frame; another stage's failure skips the figures that need it
+    (a bad report still fails the run: the parse frame is computed first)."""
+    try:
+        return getattr(inp, attr)
+    except ReportError:
+        raise
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise Skip(f"the {what} analysis failed ({type(exc).__name__}: {first})") from None
+
+
+def _roof_or_none(inp: Inputs) -> pd.DataFrame | None:
+    """The roofline frame for context lines (SM clock), None when it cannot be had."""
+    try:
+        return _analysis(inp, "roof", "roofline")
+    except Skip:
+        return None
+
+
+def _need(inp: Inputs, attr: str, cols, what: str) -> None:
+    """Skip unless the analysis frame ``attr`` exists, has ``cols`` and has rows."""
+    frame = _analysis(inp, attr, what)
     lacking = [c for c in cols if c not in frame.columns]
     if lacking:
         raise Skip(f"the {what} frame lacks columns {', '.join(lacking)}")
@@ -352,14 +375,14 @@ def _need(frame: pd.DataFrame, cols, what: str) -> None:
 
 
 def _stalls(inp: Inputs):
-    _need(inp.stall, ("report", "launch", "range_idx", "reason", "per_issue"), "stall")
-    return [("stalls.png", lambda: plots.plot_stalls(inp.stall, inp.ident, inp.roof),
+    _need(inp, "stall", ("report", "launch", "range_idx", "reason", "per_issue"), "stall")
+    return [("stalls.png", lambda: plots.plot_stalls(inp.stall, inp.ident, _roof_or_none(inp)),
              f"warp stall reasons (cycles per issued instruction and shares), {_all_launches(inp)}")]
 
 
 def _pipes(inp: Inputs):
-    _need(inp.pipe, ("report", "launch", "range_idx", "category", "name", "value"), "pipe")
-    return [("pipes.png", lambda: plots.plot_pipes(inp.pipe, inp.ident, inp.roof),
+    _need(inp, "pipe", ("report", "launch", "range_idx", "category", "name", "value"), "pipe")
+    return [("pipes.png", lambda: plots.plot_pipes(inp.pipe, inp.ident, _roof_or_none(inp)),
              f"pipe utilisation and issue slots, % of peak, {_all_launches(inp)}")]
 
 
@@ -476,8 +499,8 @@ def _sass_mix(inp: Inputs):
 
 
 def _bank(inp: Inputs):
-    _need(inp.banks, ("report", "launch", "range_idx", "op", "nway", "ldsm_inst"), "bank-conflict")
-    return [("bank_conflicts.png", lambda: plots.plot_bank_conflicts(inp.banks, inp.ident, inp.roof),
+    _need(inp, "banks", ("report", "launch", "range_idx", "op", "nway", "ldsm_inst"), "bank-conflict")
+    return [("bank_conflicts.png", lambda: plots.plot_bank_conflicts(inp.banks, inp.ident, _roof_or_none(inp)),
              f"shared-memory bank-conflict degree and ldmatrix count, {_all_launches(inp)}")]
 
 
@@ -592,9 +615,16 @@ def build(inp: Inputs, out: Path, only=None, log=print, jobs: int | None = None)
     names = list(only) if only else list(FIGURES)
     # Parse and compute up front: report errors surface before any drawing, and forked
     # workers inherit the frames instead of recomputing them.
-    for attr in ("frame", "ident", "roof", "stall", "pipe", "banks", "stems", "bench", "bench_meta",
-                 "opcodes", "ptxas", "autotune", "autotune_static"):
+    for attr in ("frame", "ident", "stems", "bench", "bench_meta", "opcodes", "ptxas", "autotune",
+                 "autotune_static"):
         getattr(inp, attr)
+    for attr in ANALYSIS_FRAMES:  # a failure here is reported as a skip by the figures that need it
+        try:
+            getattr(inp, attr)
+        except ReportError:
+            raise
+        except Exception:
+            pass
     if inp.series and any(n in names for n in ("gap", "gpu_ceilings", "pipe_shares")):
         inp.gap  # computed once, before the workers fork
     work, captions, skipped = [], [], []

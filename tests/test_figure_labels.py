@@ -225,3 +225,16 @@ def test_roofline_of_few_reports_names_them_in_full(full_frame):
     for rep in roof["report"].unique():
         assert any(rep in t for t in texts)
     assert not [t for t in fig.texts if t.get_gid() == "name-table"]
+
+
+def test_a_failing_analysis_stage_skips_only_its_figures(tmp_path, monkeypatch):
+    def boom(frame):
+        raise KeyError("ai_tensor")
+
+    monkeypatch.setattr(figures, "roofline", boom)
+    inp = figures.make_inputs(figures.DEFAULT_REPORTS)
+    lines = []
+    written = figures.build(inp, tmp_path, only=["roofline", "stalls"], log=lines.append, jobs=1)
+    assert [p.name for p in written] == ["stalls.png"]
+    assert any("roofline" in ln and "skipped: the roofline analysis failed (KeyError: 'ai_tensor')" in ln
+               for ln in lines), lines
