@@ -18,7 +18,7 @@ from matplotlib.patches import Patch
 
 from ..stalls import STALL_FAMILIES
 from . import labels
-from .style import PIPE_LABELS, REASON_COLORS, SMEM_FAMILY, new_fig, reason_style
+from .style import PIPE_LABELS, SMEM_FAMILY, new_fig, reason_style
 
 SLOT_IN = 0.13        # inches of x axis per launch
 MIN_AXES_IN = 6.5
