@@ -195,7 +195,9 @@ def pipes_many(pipe_frame: pd.DataFrame, L: pd.DataFrame, names, *, context: str
             ax.text(c, r, "\u00d7" if slot >= 6 else "", ha="center", va="center", fontsize=6, color="#999999")
         elif fits:
             ax.text(c, r, f"{v:.0f}", ha="center", va="center", fontsize=6.5, color="white" if v > 55 else "#222222")
-    cb = sheet.fig.colorbar(im, ax=ax, fraction=0.04, pad=0.01)
+    b = ax.get_position()  # own axes for the colour bar: the heat map keeps its measured width
+    cax = sheet.fig.add_axes([b.x1 + 0.15 / sheet.w, b.y0, 0.15 / sheet.w, b.height])
+    cb = sheet.fig.colorbar(im, cax=cax)
     cb.set_label("% of peak sustained (active cycles)", fontsize=8)
     sheet.finish(f"Pipe utilisation and issue-slot use per launch ({len(L)} launch{'es' if len(L) > 1 else ''})",
                  context, "Tensor, FMA, ALU: sm__pipe_<p>_cycles_active; XU, LSU: sm__inst_executed_pipe_<p>; issue "
