@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import figures, plots
+from analysis import figure_inputs, figures, plots
 from analysis.plot import labels
 
 ROOT = figures.ROOT
@@ -231,7 +231,7 @@ def test_a_failing_analysis_stage_skips_only_its_figures(tmp_path, monkeypatch):
     def boom(frame):
         raise KeyError("ai_tensor")
 
-    monkeypatch.setattr(figures, "roofline", boom)
+    monkeypatch.setattr(figure_inputs, "roofline", boom)
     inp = figures.make_inputs(figures.DEFAULT_REPORTS)
     lines = []
     written = figures.build(inp, tmp_path, only=["roofline", "stalls"], log=lines.append, jobs=1)
