@@ -53,16 +53,20 @@ class Inputs:
         self.notes[(figure, what)] = why
 
     @cached_property
+    def keys(self) -> pd.Series:
+        """Kernel key per launch of ``ident`` ('1'..'7', 'ref', 'cudnn', else the report stem)."""
+        return pd.Series([plots.kernel_key(r, v) for r, v in zip(self.ident["report"], self.ident["variant"])],
+                         index=self.ident.index, dtype=object)
+
+    @cached_property
     def series(self) -> bool:
         """The folder holds reports of the flashprof kernels 1-7 (sidecar variant or stem)."""
-        keys = {plots.kernel_key(r, v) for r, v in zip(self.ident["report"], self.ident["variant"])}
-        return bool(keys & set(plots.KERNEL_IDS))
+        return bool(self.keys.isin(plots.KERNEL_IDS).any())
 
     @cached_property
     def shape(self) -> str:
         """'fp16, B16 H16 S4096 d128' of the series' launches, from their sidecars."""
-        rows = self.ident[[plots.kernel_key(r, v) in plots.KERNEL_IDS
-                           for r, v in zip(self.ident["report"], self.ident["variant"])]]
+        rows = self.ident[self.keys.isin(plots.KERNEL_IDS)]
         shapes = list(dict.fromkeys(s for s in (plots._fmt_shape(r) for r in rows.to_dict("records")) if s))
         dts = sorted({str(d) for d in rows["dtype"].dropna()})
         return f"{'/'.join(dts) or 'dtype not recorded'}, {' | '.join(shapes) or 'shape not recorded'}"

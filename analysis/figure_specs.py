@@ -269,7 +269,7 @@ def _pipe_shares(inp: Inputs):
 
 def _shape_short(inp: Inputs) -> str:
     """'fp16 S4096 d128' of the series' launches."""
-    rows = inp.ident[[plots.kernel_key(r, v) == "7" for r, v in zip(inp.ident["report"], inp.ident["variant"])]]
+    rows = inp.ident[inp.keys == "7"]
     dts = "/".join(sorted({str(d) for d in rows["dtype"].dropna()})) or "dtype?"
     seq = "/".join(sorted({str(int(v)) for v in rows["seq"].dropna()})) or "?"
     dh = "/".join(sorted({str(int(v)) for v in rows["d_head"].dropna()})) or "?"
