@@ -7,6 +7,7 @@ a note (``Inputs.note``), a whole figure with ``Skip``.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -214,9 +215,24 @@ def _autotune(inp: Inputs):
     shape = (f"H{'/'.join(map(str, sorted(a['heads'].unique())))} S{'/'.join(map(str, sorted(a['seq'].unique())))}"
              f" ({batch_note(a)})" if {"batch", "heads"} <= set(a.columns) else "")
     dt = "/".join(sorted(a["dtype"].astype(str).unique())) if "dtype" in a.columns else ""
-    ctx = f"{gpu} \u00b7 {shape} d128 \u00b7 {dt} \u00b7 SM clock not locked (boost)"
+    ctx = f"{gpu} \u00b7 {shape} {_head_dims(a)} \u00b7 {dt} \u00b7 SM clock not locked (boost)"
     return [("autotune.png", lambda: plots.plot_autotune(table, imp, prune, context=ctx),
              f"kernel-7 auto-tuning sweep on {gpu}: {len(table)} candidates ranked")]
+
+
+def _head_dims(sweep: pd.DataFrame) -> str:
+    """'d128' from the d_head of each candidate's config (JSON), 'd?' when none says."""
+    dims = set()
+    for cfg in sweep["config"].dropna():
+        try:
+            dims.add(int(json.loads(cfg)["d_head"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return "d" + ("/".join(map(str, sorted(dims))) or "?")
+
+
+def _count(n: int) -> str:
+    return {2: "two", 3: "three", 4: "four", 5: "five"}.get(n, str(n))
 
 
 def _gap_frames(inp: Inputs):
@@ -251,7 +267,7 @@ def _gpu_ceilings(inp: Inputs):
     c = g["ceilings"]
     sub = " \u00b7 ".join(f"{r['gpu']}: {r['tensor_flops'] / 1e12:.0f} TFLOP/s mma.sync at {r['clock_hz'] / 1e9:.2f} GHz "
                           f"({r['source']})" for r in c.to_dict("records"))
-    return [("gpu_ceilings.png", lambda: gap_plots.plot_ceilings(c, title="Roofline ceilings of three GPUs",
+    return [("gpu_ceilings.png", lambda: gap_plots.plot_ceilings(c, title=f"Roofline ceilings of {_count(len(c))} GPUs",
                                                                  subtitle=sub),
              f"roofline ceilings of {', '.join(map(str, c['gpu']))}")]
 

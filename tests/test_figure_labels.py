@@ -238,3 +238,15 @@ def test_a_failing_analysis_stage_skips_only_its_figures(tmp_path, monkeypatch):
     assert [p.name for p in written] == ["stalls.png"]
     assert any("roofline" in ln and "skipped: the roofline analysis failed (KeyError: 'ai_tensor')" in ln
                for ln in lines), lines
+
+
+def test_caption_facts_come_from_the_data():
+    from analysis import figure_specs
+    sweep = pd.DataFrame({"config": ['{"d_head": 64, "B_r": 64}', '{"d_head": 64}', "not json", None]})
+    assert figure_specs._head_dims(sweep) == "d64"
+    assert figure_specs._head_dims(pd.DataFrame({"config": ["{}"]})) == "d?"
+    inp = figures.make_inputs(figures.DEFAULT_REPORTS)
+    want = {(int(r.batch), int(r.heads), int(r.seq), int(r.d_head), r.dtype)
+            for r in inp.ident.itertuples() if str(r.variant) in plots.KERNEL_IDS}
+    (b, h, s, d, dt), = want
+    assert inp.shape == f"{dt}, B{b} H{h} S{s} d{d}"
