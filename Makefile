@@ -51,8 +51,11 @@ doctor: ## what this machine has (GPU, clocks, ncu, counters, ncu_report...) and
 test: setup ## run the test suite (static builds use the venv's CUDA wheels)
 	$(VENV_PY) -m pytest
 
-figures: setup ## draw the figures from REPORTS
-	$(VENV_PY) -m analysis.figures --reports "$$REPORTS"
+# OUT only from the make command line: a GPU job's environment may carry its own $OUT.
+export FIGURES_OUT := $(if $(filter command line,$(origin OUT)),$(OUT))
+
+figures: setup ## draw the figures from REPORTS (others than reports/h200 go to figures/<folder>/ or OUT=)
+	$(VENV_PY) -m analysis.figures --reports "$$REPORTS" $${FIGURES_OUT:+--out "$$FIGURES_OUT"}
 
 build: ## build kernel KERNEL as a torch extension (GPU machine)
 	$(PY) -m kernels.build "$$KERNEL"

@@ -1,0 +1,221 @@
+"""Inputs of the figures: the report folder parsed once, its analysis frames computed lazily.
+
+Input: a folder of ``*.ncu-rep`` (+ ``bench.csv``/``bench.json``, ``autotune.csv``) and the
+static SASS tables. Output: an ``Inputs`` object whose cached properties are the frames the
+figure specs draw from; a figure whose input is missing raises ``Skip`` (noted, not an error),
+a user-facing problem raises ``FiguresError`` (one line, exit 2).
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import warnings
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+
+from . import plots
+from .parse import REPORT_SUFFIX, cache_file, launch_identity, load_frame, load_source_frame
+from .pipes import pipes
+from .roofline import roofline
+from .stalls import bank_conflicts, stalls
+
+PROG = "figures"
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_REPORTS = ROOT / "reports" / "h200"
+DEFAULT_OUT = ROOT / "figures"
+
+
+class FiguresError(Exception):
+    """A user-facing problem (bad arguments, missing inputs): one line, exit 2."""
+
+
+class Skip(Exception):
+    """A figure whose inputs are absent: noted, not an error."""
+
+
+# --------------------------------------------------------------------------- inputs
+@dataclass
+class Inputs:
+    """Everything the figures read, parsed once and computed lazily."""
+    reports_dir: Path
+    sass_dir: Path
+    paths: list[Path]
+    cache: bool = True
+    _sources: dict = field(default_factory=dict, repr=False)
+    notes: dict = field(default_factory=dict, repr=False)  # (figure, file) -> why it was left out
+    listed: dict = field(default_factory=dict, repr=False)  # figure -> its jobs
+
+    def note(self, figure: str, what: str, why: str) -> None:
+        self.notes[(figure, what)] = why
+
+    @cached_property
+    def keys(self) -> pd.Series:
+        """Kernel key per launch of ``ident`` ('1'..'7', 'ref', 'cudnn', else the report stem)."""
+        return pd.Series([plots.kernel_key(r, v) for r, v in zip(self.ident["report"], self.ident["variant"])],
+                         index=self.ident.index, dtype=object)
+
+    @cached_property
+    def series(self) -> bool:
+        """The folder holds reports of the flashprof kernels 1-7 (sidecar variant or stem)."""
+        return bool(self.keys.isin(plots.KERNEL_IDS).any())
+
+    @cached_property
+    def shape(self) -> str:
+        """'fp16, B16 H16 S4096 d128' of the series' launches, from their sidecars."""
+        rows = self.ident[self.keys.isin(plots.KERNEL_IDS)]
+        shapes = list(dict.fromkeys(s for s in (plots._fmt_shape(r) for r in rows.to_dict("records")) if s))
+        dts = sorted({str(d) for d in rows["dtype"].dropna()})
+        return f"{'/'.join(dts) or 'dtype not recorded'}, {' | '.join(shapes) or 'shape not recorded'}"
+
+    @cached_property
+    def frame(self) -> pd.DataFrame:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            frame = load_frame(self.paths, cache=self.cache)
+        for w in caught:
+            print(f"{PROG}: warning: {w.message}", flush=True)
+        return frame
+
+    @cached_property
+    def ident(self) -> pd.DataFrame:
+        return launch_identity(self.frame)
+
+    @cached_property
+    def roof(self) -> pd.DataFrame:
+        return roofline(self.frame)
+
+    @cached_property
+    def stall(self) -> pd.DataFrame:
+        return stalls(self.frame)
+
+    @cached_property
+    def pipe(self) -> pd.DataFrame:
+        return pipes(self.frame)
+
+    @cached_property
+    def banks(self) -> pd.DataFrame:
+        return bank_conflicts(self.frame)
+
+    @cached_property
+    def stems(self) -> dict[str, Path]:
+        """report name (as in the frame) -> path, in kernel order."""
+        names = self.ident.drop_duplicates("report")[["report", "path", "variant"]]
+        names = names.assign(_r=[plots.kernel_rank(plots.kernel_key(r, v)) for r, v in zip(names["report"], names["variant"])])
+        return {r: Path(p) for r, p in names.sort_values(["_r", "report"])[["report", "path"]].itertuples(index=False)}
+
+    def source(self, report: str) -> pd.DataFrame:
+        if report not in self._sources:
+            self._sources[report] = _cached_source(self.stems[report], self.cache)
+        return self._sources[report]
+
+    @cached_property
+    def autotune(self) -> pd.DataFrame | None:
+        p = self.reports_dir / "autotune.csv"
+        if not p.is_file():
+            return None
+        df = pd.read_csv(p)
+        need = {"slug", "seq", "tflops", "ref_tflops", "config"}
+        if not need <= set(df.columns):
+            raise FiguresError(f"{p}: lacks columns {sorted(need - set(df.columns))}")
+        return df
+
+    @cached_property
+    def autotune_static(self) -> pd.DataFrame | None:
+        p = self.reports_dir / "autotune_static.csv"
+        return pd.read_csv(p) if p.is_file() else None
+
+    @cached_property
+    def gap(self) -> dict:
+        """gap_table / pipe_shares / ceilings from analysis.gap over the parsed frame, or
+        {'error': text} when that module fails (its figures are then skipped)."""
+        try:
+            from . import gap as gapmod
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                static = self.sass_dir / "opcodes.csv"  # + opcodes_loop.csv beside it
+                table = gapmod.gap_table(self.frame, gapmod.load_static(static) if static.is_file() else None,
+                                         bench=self.bench)
+                return {"table": table, "shares": gapmod.pipe_shares(table, "7"),
+                        "ceilings": gapmod.ceilings(frame=self.frame)}
+        except Exception as exc:  # another stage's bug must not cost the other figures
+            return {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"}
+
+    @cached_property
+    def bench(self) -> pd.DataFrame | None:
+        p = self.reports_dir / "bench.csv"
+        if not p.is_file():
+            return None
+        df = pd.read_csv(p, dtype={"target": str})
+        need = {"target", "seq", "tflops"}
+        if not need <= set(df.columns):
+            raise FiguresError(f"{p}: lacks columns {sorted(need - set(df.columns))}")
+        return df
+
+    @cached_property
+    def bench_meta(self) -> dict:
+        p = self.reports_dir / "bench.json"
+        try:
+            return json.loads(p.read_text()) if p.is_file() else {}
+        except (OSError, ValueError):
+            return {}
+
+    @cached_property
+    def opcodes(self) -> pd.DataFrame | None:
+        p = self.sass_dir / "opcodes.csv"
+        return pd.read_csv(p, dtype={"kernel": str}) if p.is_file() else None
+
+    @cached_property
+    def ptxas(self) -> pd.DataFrame | None:
+        p = self.sass_dir / "ptxas.csv"
+        return pd.read_csv(p, dtype={"kernel": str}) if p.is_file() else None
+
+
+def _cached_source(path: Path, cache: bool = True) -> pd.DataFrame:
+    """``load_source_frame`` behind a parquet cache beside the parse cache (same content
+    hash, ``.src`` suffix), so drawing the stall-line figures does not reopen reports."""
+    if not cache:
+        return load_source_frame(path)
+    try:
+        target = cache_file(path)
+        target = target.with_name(target.name[: -len(".parquet")] + ".src.parquet")
+        if target.is_file():
+            return pd.read_parquet(target)
+    except Exception:
+        target = None
+    frame = load_source_frame(path)
+    if target is not None:
+        try:
+            target.parent.mkdir(exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
+            os.close(fd)
+            frame.to_parquet(tmp, index=False)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, target)
+            stem = target.name.split(".", 1)[0]
+            for old in target.parent.glob(f"{stem}.*.src.parquet"):
+                if old != target:
+                    old.unlink(missing_ok=True)
+        except Exception:
+            pass  # read-only checkout: no cache
+    return frame
+
+
+def find_reports(reports_dir: Path) -> list[Path]:
+    if not reports_dir.exists():
+        raise FiguresError(f"reports directory {reports_dir} does not exist")
+    if not reports_dir.is_dir():
+        raise FiguresError(f"{reports_dir} is not a directory")
+    found = sorted(reports_dir.glob(f"*{REPORT_SUFFIX}"))
+    if not found:
+        raise FiguresError(f"{reports_dir} holds no *{REPORT_SUFFIX} files")
+    return found
+
+
+def make_inputs(reports_dir: Path, sass_dir: Path | None = None, cache: bool = True) -> Inputs:
+    reports_dir = Path(reports_dir)
+    sass_dir = Path(sass_dir) if sass_dir else reports_dir.parent / "sass"
+    return Inputs(reports_dir, sass_dir, find_reports(reports_dir), cache=cache)

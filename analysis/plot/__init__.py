@@ -1,0 +1,1 @@
+"""Plot helpers shared by the chart functions in ``analysis.plots`` (style, labels)."""
