@@ -9,6 +9,7 @@ launched more than the limit inside the NVTX range is seen and its report discar
 from __future__ import annotations
 
 import os
+import warnings
 import re
 
 from .errors import FlashprofError
@@ -84,10 +85,14 @@ def profiler_kernels(call) -> list[str] | None:
 
     def record(f) -> list[str]:
         torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            f()
-            torch.cuda.synchronize()
-        events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        # torch 2.11 warns on stderr that the profiler "clears events at the end of each
+        # cycle" even for this single, unscheduled cycle; the CLI promises one line.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                f()
+                torch.cuda.synchronize()
+            events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
         events.sort(key=lambda e: e.time_range.start)
         return [e.name for e in events if not e.name.startswith(_COPIES)]
 
