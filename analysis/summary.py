@@ -153,7 +153,7 @@ def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None) -> lis
         sm_clock = first["sm_clock_hz"]
         # SpeedOfLight-only reports lack the SM clock; the GPC clock is the same domain.
         row["sm_clock_hz"] = sm_clock if not math.isnan(sm_clock) else gpc_clock.get(key, math.nan)
-        row["flops_kind"] = first["flops_kind"]
+        row["flops_kind"] = _nan_to_none(first["flops_kind"])
         row["tflops"] = first["flops"] / 1e12
         row["peak_tflops"] = first["compute_ceiling"] / 1e12
         row["total_tflops"] = first["flops_total"] / 1e12
@@ -161,7 +161,7 @@ def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None) -> lis
             row[f"{kind}_tflops"] = first[f"flops_{kind}"] / 1e12
         row["tensor_tflops_peak"] = first["tensor_ceiling"] / 1e12
         row["tensor_path"] = first["tensor_path"]
-        row["tensor_src"] = first["tensor_src"]
+        row["tensor_src"] = _nan_to_none(first["tensor_src"])
         row["pct_of_tensor_peak"] = 100 * first["flops_tensor"] / first["tensor_ceiling"]
         for level, k in _LEVEL_KEYS.items():
             row[k] = r.loc[level, "ai"] if level in r.index else math.nan
@@ -214,13 +214,14 @@ def _provenance(q: dict, r: pd.DataFrame) -> dict:
     prov = {"duration_ns": res["duration_ns"].provenance, "sm_clock_hz": res["sm_clock_hz"].provenance}
     first = r.iloc[0]
     kind = first["flops_kind"]
-    prov["tflops"] = first["flops_provenance"]
+    prov["tflops"] = _nan_to_none(first["flops_provenance"])
     prov["peak_tflops"] = res[f"{kind}_ceiling"].provenance if isinstance(kind, str) else None
     for k in recipes.FLOP_KINDS:
         prov[f"{k}_tflops"] = res[f"flops_{k}"].provenance
     prov["tensor_tflops_peak"] = res["tensor_ceiling"].provenance
     for level, k in _LEVEL_KEYS.items():
-        prov[k] = _weakest(first["flops_provenance"], r.loc[level, "bytes_provenance"]) if level in r.index else None
+        prov[k] = (_weakest(prov["tflops"], _nan_to_none(r.loc[level, "bytes_provenance"]))
+                   if level in r.index else None)
     return prov
 
 
