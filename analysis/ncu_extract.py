@@ -1,6 +1,7 @@
 """Worker side of the parse stage: the ONLY module that opens reports with ``ncu_report``.
 
-Runs in a child process (``python -m analysis.ncu_extract long|source REPORT OUT [LAUNCH]``),
+Runs in a child process (``analysis.ncu_extract.main``: ``long REPORT OUT [SOURCE_PREFIX]`` or
+``source REPORT OUT STEM LAUNCH``),
 started by ``analysis.parse``; Nsight Compute's compiled reader can crash the interpreter
 (SIGSEGV), and then only this child dies.
 
@@ -133,9 +134,9 @@ def normalise_dtypes(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def source(path: Path, stem: str, launch: int) -> pd.DataFrame:
+def source(path: Path, stem: str, launch: int, report=None) -> pd.DataFrame:
     """Per-SASS-instruction frame of one launch (see analysis.parse.load_source_frame)."""
-    report = open_report(path)
+    report = report if report is not None else open_report(path)
     action = next((act for _r, idx, act in _iter_actions(report) if idx == launch), None)
     if action is None:
         raise ReportError(f"{path}: has no launch {launch}")
@@ -180,19 +181,13 @@ def source(path: Path, stem: str, launch: int) -> pd.DataFrame:
     return frame
 
 
-def main(argv: list[str]) -> int:
-    mode, path, out = argv[0], Path(argv[1]), Path(argv[2])
-    try:
-        if mode == "long":
-            side = json.loads(sys.stdin.read() or "{}")
-            frame = extract(path, side.pop("__stem__"), side)
-        else:
-            frame = source(path, argv[3], int(argv[4]))
-    except ReportError as exc:
-        print(exc, file=sys.stderr)
-        return EXIT_REPORT_ERROR
-    # The long frame goes straight into the parse cache (parquet) when the parent asks for
-    # it; otherwise (no cache, no pyarrow) a pickle the parent reads once and deletes.
+# With the report open anyway, the per-PC frames of a report with PC sampling and at most
+# this many launches (flashprof's own reports have one) go to the cache as well: drawing
+# the stall-line figures then starts no second worker.
+PREFETCH_MAX_LAUNCHES = 4
+
+
+def _write(frame: pd.DataFrame, out: Path) -> None:
     tmp = out.with_name(f"{out.name}.{os.getpid()}.part")
     if out.suffix == ".parquet":
         frame.to_parquet(tmp, index=False)
@@ -200,6 +195,34 @@ def main(argv: list[str]) -> int:
     else:
         frame.to_pickle(tmp)
     os.replace(tmp, out)  # atomic: a concurrent reader never sees half a file
+
+
+def _prefetch_sources(path: Path, stem: str, frame: pd.DataFrame, prefix: str) -> None:
+    launches = sorted(frame["launch"].unique())
+    if len(launches) > PREFETCH_MAX_LAUNCHES or not (frame["metric"] == "smsp__pcsamp_sample_count").any():
+        return
+    report = open_report(path)
+    for launch in launches:
+        _write(source(path, stem, int(launch), report), Path(f"{prefix}{launch}.pkl"))
+
+
+def main(argv: list[str]) -> int:
+    mode, path, out = argv[0], Path(argv[1]), Path(argv[2])
+    try:
+        if mode == "long":
+            side = json.loads(sys.stdin.read() or "{}")
+            stem = side.pop("__stem__")
+            frame = extract(path, stem, side)
+            if len(argv) > 3:
+                _prefetch_sources(path, stem, frame, argv[3])
+        else:
+            frame = source(path, argv[3], int(argv[4]))
+    except ReportError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_REPORT_ERROR
+    # The long frame goes straight into the parse cache (parquet) when the parent asks for
+    # it; otherwise (no cache, no pyarrow) a pickle the parent reads once and deletes.
+    _write(frame, out)
     return 0
 
 

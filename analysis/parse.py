@@ -140,6 +140,11 @@ def cache_file(path: str | os.PathLike) -> Path:
     return cache_dir() / f"{_stem(path)}.{_digest(path)}.parquet"
 
 
+def _source_prefix(target: Path) -> str:
+    """Per-PC frames of a cached report: ``<stem>.<sha1>.src<launch>.pkl`` beside it."""
+    return str(target)[: -len(".parquet")] + ".src"
+
+
 def _read_cached(target: Path) -> pd.DataFrame | None:
     if not target.is_file():
         return None
@@ -176,7 +181,8 @@ def _signal_name(rc: int) -> str:
 
 def _run_worker(args: list[str], path: Path, stdin: str = "") -> None:
     """Run one worker; raise ReportError (one line) for anything but success."""
-    cmd = [sys.executable, "-m", "analysis.ncu_extract", *args]
+    cmd = [sys.executable, "-c", "import sys; from analysis.ncu_extract import main; sys.exit(main(sys.argv[1:]))",
+           *args]
     try:
         r = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=_worker_env())
     except OSError as exc:
@@ -197,8 +203,9 @@ def _extract_many(jobs: list[tuple[Path, dict, Path]]) -> list[ReportError | Non
     Reports run concurrently, one worker process each, at most one per CPU core."""
     def one(job):
         path, ident, out = job
+        extra = [_source_prefix(out)] if out.suffix == ".parquet" else []
         try:
-            _run_worker(["long", str(path), str(out)], path, json.dumps(ident))
+            _run_worker(["long", str(path), str(out), *extra], path, json.dumps(ident))
         except ReportError as exc:
             return exc
         return None
@@ -328,6 +335,13 @@ def load_source_frame(path: str | os.PathLike, launch: int = 0) -> pd.DataFrame:
     """
     path = Path(path)
     _check_file(path)
+    if _have_pyarrow():  # the long-frame worker may have written it already
+        cached = Path(f"{_source_prefix(cache_file(path))}{int(launch)}.pkl")
+        if cached.is_file():
+            try:
+                return pd.read_pickle(cached)
+            except Exception:
+                pass  # damaged: read the report again
     with tempfile.TemporaryDirectory(prefix="flashprof-") as tmp:
         out = Path(tmp) / "source.pkl"
         _run_worker(["source", str(path), str(out), _stem(path), str(int(launch))], path)

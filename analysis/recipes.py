@@ -208,7 +208,7 @@ def _fp_recipes(kind: str, add: str, mul: str, fma: str, lanes: float) -> tuple[
 
 def _fp_ceilings(fma: str, lanes: float, derived_peak: str) -> tuple[Recipe, ...]:
     return (
-        _r(EXACT, f"{derived_peak} x SM clock", (_DPEAK.format(derived_peak),), ("sm_clock_hz",),
+        _r(EXACT, f"{_DPEAK.format(derived_peak)} x SM clock", (_DPEAK.format(derived_peak),), ("sm_clock_hz",),
            _peak(_DPEAK.format(derived_peak), 1.0)),
         _r(EXACT, f"{2 * lanes:g} x {_PEAK.format(fma)} x SM clock", (_PEAK.format(fma),), ("sm_clock_hz",),
            _peak(_PEAK.format(fma), 2 * lanes)),
@@ -313,8 +313,10 @@ RECIPES: dict[str, tuple[Recipe, ...]] = {
           ("sm_clock_hz",), _peak(_DPEAK.format("hfma_pred_on_x2"), 1.0)),),
     "flops_fp64": _fp_recipes("fp64", "dadd", "dmul", "dfma", 1.0),
     "fp64_ceiling": _fp_ceilings("dfma", 1.0, "dfma_pred_on_x2"),
-    "bytes_l1": _l1("lgds") + _l1("lg"),
-    "l1_ceiling": _l1_ceiling("lgds") + _l1_ceiling("lg"),
+    # sm_90 names the L1 writeback _lgds (it counts distributed shared memory too), sm_75-8.9
+    # _lg: every exact recipe of both before the derived ones.
+    "bytes_l1": _l1("lgds")[:2] + _l1("lg")[:2] + _l1("lgds")[2:] + _l1("lg")[2:],
+    "l1_ceiling": _l1_ceiling("lgds")[:2] + _l1_ceiling("lg")[:2] + _l1_ceiling("lgds")[2:] + _l1_ceiling("lg")[2:],
     "bytes_l2": (
         _r(EXACT, f"32 B x {_LTS}.per_second", (f"{_LTS}.per_second",), (), _scaled(f"{_LTS}.per_second", L2_BYTES_PER_CYCLE)),
         _r(EXACT, "derived__lts__lts2xbar_bytes.sum.per_second", ("derived__lts__lts2xbar_bytes.sum.per_second",), (),
@@ -487,3 +489,13 @@ def missing(m: dict, results: dict[str, Result]) -> list[str]:
 def collect_hint(quantities) -> str:
     """The ncu options, de-duplicated in table order, that would collect ``quantities``."""
     return " ".join(dict.fromkeys(COLLECT[q] for q in quantities if q in COLLECT))
+
+
+def markdown_table() -> str:
+    """RECIPES as the Markdown table docs/METHOD.md carries (a test keeps the two equal)."""
+    lines = ["| quantity | # | provenance | recipe |", "|---|---|---|---|"]
+    for q, rs in RECIPES.items():
+        for i, r in enumerate(rs, 1):
+            formula = r.formula.replace("|", "\\|")
+            lines.append(f"| `{q}` | {i} | {r.provenance} | {formula} |")
+    return "\n".join(lines)

@@ -14,7 +14,7 @@ import pytest
 from analysis import parse
 from analysis.errors import FlashprofWarning, ReportError
 from analysis.parse import FRAME_COLUMNS, KEY_COLUMNS, load_frame, load_source_frame, validate_frame
-from conftest import GEMM, KERNELS, REF, SOL, raw_metrics, raw_opcodes, sidecar
+from conftest import GEMM, KERNELS, REF, ROOT, SOL, raw_metrics, raw_opcodes, sidecar
 
 SIDECAR = {
     "schema": 1, "kernel": "6", "title": "Kernel 6: swizzled", "config": None,
@@ -371,3 +371,22 @@ def test_pivot_metrics(full_frame, raw_ref, raw_cudnn):
     dur = wide.set_index("report")["gpu__time_duration.sum"]
     assert dur["ref"] == raw_ref["gpu__time_duration.sum"]
     assert dur["cudnn"] == raw_cudnn["gpu__time_duration.sum"]
+
+
+def test_source_frames_prefetched_into_the_cache(tmp_path, xdg, monkeypatch):
+    """The long-frame worker of a report with PC sampling also caches its per-PC frame, so
+    the stall-line figures start no second worker; the result equals a fresh read."""
+    report = ROOT / "tests" / "data" / "kinds" / "h200_hfma2_full.ncu-rep"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "other"))
+    fresh = load_source_frame(report)  # empty cache: read by a worker
+    monkeypatch.setenv("XDG_CACHE_HOME", str(xdg.parent))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FlashprofWarning)
+        load_frame(report)
+    assert len(list(xdg.glob("h200_hfma2_full.*.src0.pkl"))) == 1
+
+    def no_worker(*a, **k):
+        raise AssertionError("the prefetched frame was not used")
+    monkeypatch.setattr(parse, "_run_worker", no_worker)
+    pd.testing.assert_frame_equal(load_source_frame(report), fresh)
+    assert fresh["samples"].sum() > 0 and fresh["sass"].str.contains("HFMA2").any()

@@ -211,3 +211,9 @@ def test_a100_tensor_estimate_is_labelled(public_summary):
 def test_evaluate_handles_an_empty_launch():
     res = evaluate({}, None)
     assert all(math.isnan(r.value) and r.provenance is None for r in res.values())
+
+
+def test_method_md_carries_the_recipe_table():
+    """docs/METHOD.md shows the recipe table exactly as analysis/recipes.py defines it."""
+    from analysis.recipes import markdown_table
+    assert markdown_table() in (ROOT / "docs" / "METHOD.md").read_text()
