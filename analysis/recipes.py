@@ -276,6 +276,8 @@ RECIPES: dict[str, tuple[Recipe, ...]] = {
            _scaled("gpc__cycles_elapsed.avg.per_second", 1.0)),
         _r(DERIVED, "sm__cycles_elapsed.avg / duration", ("sm__cycles_elapsed.avg",), ("duration_ns",),
            lambda c: c.m["sm__cycles_elapsed.avg"] / (c.q("duration_ns") * 1e-9)),
+        _r(DERIVED, "gpc__cycles_elapsed.max / duration (the GPCs share the SM clock)", ("gpc__cycles_elapsed.max",),
+           ("duration_ns",), lambda c: c.m["gpc__cycles_elapsed.max"] / (c.q("duration_ns") * 1e-9)),
     ),
     "smsp_clock_hz": (
         _r(EXACT, "smsp__cycles_elapsed.avg.per_second", ("smsp__cycles_elapsed.avg.per_second",), (),

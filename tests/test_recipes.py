@@ -217,3 +217,13 @@ def test_method_md_carries_the_recipe_table():
     """docs/METHOD.md shows the recipe table exactly as analysis/recipes.py defines it."""
     from analysis.recipes import markdown_table
     assert markdown_table() in (ROOT / "docs" / "METHOD.md").read_text()
+
+
+def test_sm_clock_from_gpc_cycles_when_nothing_else(public_summary):
+    """RTX 4090 report with custom sections: no clock metric, but GPC cycles and duration."""
+    paths, rows, _ = public_summary
+    path = next(p for p in paths if p.name.startswith("Lashi0812"))
+    for rec, raw in zip([r for r in rows if r["report"].startswith("Lashi0812")], _all_raw(path)):
+        want = raw["gpc__cycles_elapsed.max"] / (raw["gpu__time_duration.sum"] * 1e-9)
+        assert rec["sm_clock_hz"] == pytest.approx(want, rel=0.01) and rec["provenance"]["sm_clock_hz"] == "derived"
+        assert 1.0e9 < rec["sm_clock_hz"] < 3.2e9
