@@ -1,7 +1,8 @@
 """Parse stage: Nsight Compute reports -> one tidy long DataFrame (no arithmetic here).
 
-Input: ``.ncu-rep`` files (any section set, any GPU), each optionally with a sidecar JSON
-of the same stem written by the profiling stage (kernel variant, shape, dtype, ...).
+Input: ``.ncu-rep`` files (any section set, any GPU, any Nsight Compute version), each
+optionally with a sidecar JSON of the same stem written by the profiling stage (kernel
+variant, shape, dtype, ...).
 
 Output:
 * ``load_frame(paths)``: one row per (report, launch, metric) with identity columns
@@ -9,9 +10,16 @@ Output:
   metrics whose instances are keyed by a name (e.g. ``sass__inst_executed_per_opcode``)
   also appear once per key as ``metric[key]``. Per-PC instanced metrics are not in this
   frame: ``load_source_frame`` gives them, one row per SASS instruction.
-* A parquet cache next to each report (``<dir>/.flashprof-cache/<stem>.<sha1>.parquet``),
-  keyed by the content hash of the report and its sidecar, so a re-profiled report is
-  never served stale. Without pyarrow the cache is skipped silently.
+* Crash isolation: this process never imports ``ncu_report``. Each report is read by a
+  worker process (``analysis.ncu_extract``; up to one per CPU core at a time, one report
+  per worker) that writes the long frame into the cache. A worker killed by a signal
+  (Nsight Compute's bundled reader has segfaulted under Python 3.12) becomes one
+  ReportError naming the report, the signal and the fix; the report is never touched.
+* A parquet cache under the user cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``,
+  then ``flashprof/<stem>.<sha1>.parquet``), keyed by the content hash of the report, its
+  sidecar and the frame version, so a re-profiled report is never served stale and a
+  read-only report folder works. Without pyarrow (or a writable cache directory) frames
+  travel through a temporary pickle instead.
 
 Analysis stages (roofline, pipes, stalls, summary) only ever see the long frame.
 """
@@ -21,66 +29,34 @@ import hashlib
 import json
 import math
 import os
+import signal
+import subprocess
+import sys
 import tempfile
 import warnings
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
 
+from . import recipes
 from .errors import FlashprofWarning, ReportError
-from .ncu_import import ncu_report
+from .ncu_extract import (EXIT_REPORT_ERROR, FRAME_COLUMNS, IDENTITY_COLUMNS, SHAPE_FIELDS,
+                          normalise_dtypes)
 
 REPORT_SUFFIX = ".ncu-rep"
-CACHE_DIRNAME = ".flashprof-cache"
+CACHE_APP = "flashprof"
 # Bump when the layout of the extracted frame changes: old cache files then miss.
-_CACHE_VERSION = b"flashprof-long-frame-v1"
+_CACHE_VERSION = b"flashprof-long-frame-v2"
 _MAGIC = b"NVR\x00"  # first bytes of every .ncu-rep written by Nsight Compute
-
-IDENTITY_COLUMNS = (
-    "report", "path", "gpu", "arch", "kernel", "kernel_full", "range_idx", "launch",
-    "variant", "title", "batch", "seq", "heads", "d_head", "dtype",
-)
-FRAME_COLUMNS = IDENTITY_COLUMNS + ("metric", "unit", "value")
 KEY_COLUMNS = ("report", "range_idx", "launch", "metric")
-SHAPE_FIELDS = ("batch", "seq", "heads", "d_head")
-
-# What the analysis stages read, grouped by the Nsight Compute section that collects it.
-# Each entry is a tuple of alternatives (architectures name some counters differently);
-# a requirement is met when any alternative is present. Used only to warn once, naming
-# the sections a smaller section set lacks; the stages themselves yield NaN.
-SECTION_METRICS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "SpeedOfLight": (("gpu__time_duration.sum",),),
-    "SpeedOfLight_HierarchicalTensorRooflineChart": (
-        ("sm__cycles_elapsed.avg.per_second",),
-        ("dram__bytes.sum.per_second",),
-        ("lts__lts2xbar_cycles_active.sum.per_second",),
-        ("l1tex__lsu_writeback_active_mem_lgds.sum.per_second",
-         "l1tex__lsu_writeback_active_mem_lg.sum.per_second"),
-        ("sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32_sparsity_off.sum.per_cycle_elapsed",
-         "sm__ops_path_tensor_src_fp16_dst_fp32_sparsity_off.sum.per_cycle_elapsed"),
-    ),
-    "SpeedOfLight_HierarchicalSingleRooflineChart": (
-        ("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed",),
-        ("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained",),
-    ),
-    "ComputeWorkloadAnalysis": (
-        ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",),
-        ("sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",),
-    ),
-    "SchedulerStats": (("smsp__issue_active.avg.pct_of_peak_sustained_active",),),
-    "WarpStateStats": (
-        ("smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio",),
-    ),
-    "MemoryWorkloadAnalysis_Tables": (
-        ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",),
-        ("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",),
-    ),
-    "InstructionStats": (("sass__inst_executed_per_opcode",),),
-}
+__all__ = ["FRAME_COLUMNS", "IDENTITY_COLUMNS", "KEY_COLUMNS", "SHAPE_FIELDS", "load_frame",
+           "load_source_frame", "validate_frame", "cache_file", "cache_dir"]
+_FIX = ("install the PyPI wheel (pip install ncu-report; on a machine without a registry, "
+        "carry its wheel) instead of Nsight Compute's bundled copy")
 
 
-# --------------------------------------------------------------------------- opening
 def _check_file(path: Path) -> None:
     if not path.exists():
         raise ReportError(f"{path}: no such file")
@@ -92,39 +68,6 @@ def _check_file(path: Path) -> None:
         head = f.read(len(_MAGIC))
     if head != _MAGIC:
         raise ReportError(f"{path}: not an Nsight Compute report (bad file signature)")
-
-
-def _load_raw(path: Path):
-    """Load with ncu_report; kept separate so tests can substitute a fake report."""
-    try:
-        return ncu_report().load_report(str(path))
-    except ReportError:
-        raise
-    except Exception as exc:  # the SWIG layer raises assorted types
-        raise ReportError(f"{path}: cannot be read by ncu_report: {exc}") from None
-
-
-def open_report(path: str | os.PathLike):
-    """Open one report, raising ReportError for anything that is not a usable report."""
-    path = Path(path)
-    _check_file(path)
-    report = _load_raw(path)
-    # A truncated or corrupt file loads without error but has no ranges.
-    if report.num_ranges() == 0:
-        raise ReportError(f"{path}: contains no profiled ranges (truncated or corrupt report?)")
-    if sum(report.range_by_idx(i).num_actions() for i in range(report.num_ranges())) == 0:
-        raise ReportError(f"{path}: contains no profiled kernel launches")
-    return report
-
-
-def _iter_actions(report):
-    """Yield (range_idx, launch, action); launch counts actions across all ranges."""
-    launch = 0
-    for r in range(report.num_ranges()):
-        rng = report.range_by_idx(r)
-        for j in range(rng.num_actions()):
-            yield r, launch, rng.action_by_idx(j)
-            launch += 1
 
 
 # --------------------------------------------------------------------------- sidecar
@@ -163,92 +106,15 @@ def _identity_from_sidecar(data: dict) -> dict:
     return ident
 
 
-# --------------------------------------------------------------------------- extraction
-def _short_name(action) -> str:
-    # NameBase_FUNCTION drops namespaces and template arguments: "flash_fwd_kernel".
-    try:
-        return action.name(action.NameBase_FUNCTION)
-    except Exception:
-        return action.name()
-
-
-def _extract(path: Path) -> pd.DataFrame:
-    """Read one report into the long frame (report column = file stem)."""
-    nr = ncu_report()
-    numeric = {nr.IMetric.ValueKind_DOUBLE, nr.IMetric.ValueKind_FLOAT,
-               nr.IMetric.ValueKind_UINT32, nr.IMetric.ValueKind_UINT64}
-    string_kind = nr.IMetric.ValueKind_STRING
-    report = open_report(path)
-    ident_side = _identity_from_sidecar(_read_sidecar(path))
-    stem = _stem(path)
-
-    cols: dict[str, list] = {c: [] for c in FRAME_COLUMNS}
-    for range_idx, launch, action in _iter_actions(report):
-        def text(name: str):
-            m = action.metric_by_name(name)
-            return None if m is None else m.value()
-
-        major, minor = text("device__attribute_compute_capability_major"), text(
-            "device__attribute_compute_capability_minor")
-        ident = {
-            "report": stem,
-            "path": str(path),
-            "gpu": text("device__attribute_display_name"),
-            "arch": f"sm_{major}{minor}" if major is not None and minor is not None else None,
-            "kernel": _short_name(action),
-            "kernel_full": action.name(action.NameBase_DEMANGLED),
-            "range_idx": range_idx,
-            "launch": launch,
-            **ident_side,
-        }
-        names, units, values = [], [], []
-        for name in action.metric_names():
-            m = action.metric_by_name(name)
-            if m is None:
-                continue
-            kind = m.kind()
-            if kind in numeric:
-                v = m.value()  # for instanced metrics: the aggregate over instances
-                if v is not None:
-                    names.append(name)
-                    units.append(m.unit())
-                    values.append(float(v))
-            # Instances keyed by a name (opcode, opcode category) are an instruction mix:
-            # small and useful, so they join the long frame as metric[key].
-            n_inst = m.num_instances()
-            if n_inst > 1 and m.has_correlation_ids():
-                ids = m.correlation_ids()
-                if ids.kind() == string_kind:
-                    unit = m.unit()
-                    for i in range(n_inst):
-                        v = m.value(i)
-                        if isinstance(v, (int, float)):
-                            names.append(f"{name}[{ids.value(i)}]")
-                            units.append(unit)
-                            values.append(float(v))
-        n = len(names)
-        for c in IDENTITY_COLUMNS:
-            cols[c].extend([ident[c]] * n)
-        cols["metric"].extend(names)
-        cols["unit"].extend(units)
-        cols["value"].extend(values)
-
-    frame = pd.DataFrame(cols, columns=list(FRAME_COLUMNS))
-    return _normalise_dtypes(frame)
-
-
-def _normalise_dtypes(frame: pd.DataFrame) -> pd.DataFrame:
-    # Identity columns without a sidecar are missing values (NaN), not None objects.
-    for c in ("variant", "title", "dtype", "gpu", "arch"):
-        frame[c] = frame[c].astype("str")
-    frame["range_idx"] = frame["range_idx"].astype("int64")
-    frame["launch"] = frame["launch"].astype("int64")
-    for c in SHAPE_FIELDS + ("value",):
-        frame[c] = frame[c].astype("float64")
-    return frame
-
-
 # --------------------------------------------------------------------------- cache
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/flashprof`` (an absolute XDG_CACHE_HOME only, as the XDG spec
+    says), else ``~/.cache/flashprof``. Never created here."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
+    return root / CACHE_APP
+
+
 def _digest(path: Path) -> str:
     h = hashlib.sha1(_CACHE_VERSION)
     with open(path, "rb") as f:
@@ -271,52 +137,114 @@ def _have_pyarrow() -> bool:
 
 def cache_file(path: str | os.PathLike) -> Path:
     path = Path(path)
-    return path.parent / CACHE_DIRNAME / f"{_stem(path)}.{_digest(path)}.parquet"
+    return cache_dir() / f"{_stem(path)}.{_digest(path)}.parquet"
+
+
+def _source_prefix(target: Path) -> str:
+    """Per-PC frames of a cached report: ``<stem>.<sha1>.src<launch>.pkl`` beside it."""
+    return str(target)[: -len(".parquet")] + ".src"
 
 
 def _read_cached(target: Path) -> pd.DataFrame | None:
     if not target.is_file():
         return None
     try:
-        return _normalise_dtypes(pd.read_parquet(target))
+        return normalise_dtypes(pd.read_parquet(target))
     except Exception:
         return None  # a damaged cache file is simply re-parsed and overwritten
 
 
-def _write_cached(target: Path, frame: pd.DataFrame) -> None:
+def _usable_cache(target: Path) -> bool:
     try:
-        target.parent.mkdir(exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-        os.close(fd)
-        frame.to_parquet(tmp, index=False)
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the cache from other users
-        os.replace(tmp, target)  # atomic: a concurrent reader never sees half a file
-        # Stale entries for the same stem (older report contents) are dead weight.
-        stem = target.name[: -len(".parquet")].rsplit(".", 1)[0]
-        for old in target.parent.glob(f"{stem}.*.parquet"):
-            digest = old.name[len(stem) + 1: -len(".parquet")]
-            if old != target and len(digest) == 40 and "." not in digest:
-                old.unlink(missing_ok=True)
-    except Exception:
-        # Read-only checkouts and full disks must not break analysis: no cache then.
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return os.access(target.parent, os.W_OK)
+    except OSError:
+        return False
+
+
+# --------------------------------------------------------------------------- workers
+def _worker_env() -> dict:
+    """The worker imports this same analysis package: its parent folder goes first on
+    PYTHONPATH (anything the caller put there stays, after it)."""
+    env = dict(os.environ)
+    here = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
+
+
+def _signal_name(rc: int) -> str:
+    try:
+        return f"signal {-rc}, {signal.Signals(-rc).name}"
+    except ValueError:
+        return f"signal {-rc}"
+
+
+def _run_worker(args: list[str], path: Path, stdin: str = "") -> None:
+    """Run one worker; raise ReportError (one line) for anything but success."""
+    cmd = [sys.executable, "-c", "import sys; from analysis.ncu_extract import main; sys.exit(main(sys.argv[1:]))",
+           *args]
+    try:
+        r = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=_worker_env())
+    except OSError as exc:
+        raise ReportError(f"{path}: could not start the report reader: {exc}") from None
+    if r.returncode == 0:
+        return
+    last = (r.stderr.strip().splitlines() or [""])[-1].strip()
+    if r.returncode < 0:
+        raise ReportError(f"{path}: ncu_report crashed while reading it ({_signal_name(r.returncode)}); "
+                          f"the report is kept; fix: {_FIX}")
+    if r.returncode == EXIT_REPORT_ERROR:
+        raise ReportError(last or f"{path}: cannot be read by ncu_report")
+    raise ReportError(f"{path}: the report reader failed (exit {r.returncode}): {last}")
+
+
+def _extract_many(jobs: list[tuple[Path, dict, Path]]) -> list[ReportError | None]:
+    """[(report, sidecar identity, output file)] -> one error (or None) per job, in order.
+    Reports run concurrently, one worker process each, at most one per CPU core."""
+    def one(job):
+        path, ident, out = job
+        extra = [_source_prefix(out)] if out.suffix == ".parquet" else []
         try:
-            os.unlink(tmp)  # type: ignore[possibly-undefined]
-        except Exception:
-            pass
+            _run_worker(["long", str(path), str(out), *extra], path, json.dumps(ident))
+        except ReportError as exc:
+            return exc
+        return None
+
+    if len(jobs) == 1:
+        return [one(jobs[0])]
+    with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), os.cpu_count() or 1))) as pool:
+        return list(pool.map(one, jobs))
 
 
-def _load_one(path: Path, cache: bool) -> pd.DataFrame:
-    _check_file(path)
-    if cache and _have_pyarrow():
-        target = cache_file(path)
-        frame = _read_cached(target)
-        if frame is None:
-            frame = _extract(path)
-            _write_cached(target, frame)
-    else:
-        frame = _extract(path)
-    frame["path"] = str(path)  # the cache may have been written via another spelling
-    return frame
+def _load_many(plist: list[Path], cache: bool) -> list[pd.DataFrame]:
+    for p in plist:
+        _check_file(p)
+    use_cache = cache and _have_pyarrow()
+    frames: list[pd.DataFrame | None] = [None] * len(plist)
+    jobs, slots = [], []
+    with tempfile.TemporaryDirectory(prefix="flashprof-") as tmp:
+        for i, p in enumerate(plist):
+            ident = {"__stem__": _stem(p), **_identity_from_sidecar(_read_sidecar(p))}
+            target = cache_file(p) if use_cache else None
+            if target is not None:
+                frames[i] = _read_cached(target)
+                if frames[i] is not None:
+                    continue
+                if not _usable_cache(target):
+                    target = None  # read-only home or full disk: no cache, still works
+            out = target if target is not None else Path(tmp) / f"{i}.pkl"
+            jobs.append((p, ident, out))
+            slots.append(i)
+        errors = _extract_many(jobs)
+        bad = [str(e) for e in errors if e is not None]
+        if bad:
+            raise ReportError("; ".join(bad))
+        for i, (_p, _ident, out) in zip(slots, jobs):
+            frame = pd.read_parquet(out) if out.suffix == ".parquet" else pd.read_pickle(out)
+            frames[i] = normalise_dtypes(frame)
+    for f, p in zip(frames, plist):
+        f["path"] = str(p)  # the cache may have been written via another spelling
+    return frames  # type: ignore[return-value]
 
 
 # --------------------------------------------------------------------------- public
@@ -338,19 +266,19 @@ def _as_paths(paths) -> list[Path]:
 
 
 def load_frame(paths, cache: bool = True) -> pd.DataFrame:
-    """Parse reports into the long frame (see module docstring); warns once on gaps.
+    """Parse reports into the long frame (see module docstring); warns once per report
+    that lacks quantities the analysis reports.
 
     ``paths``: one path or an iterable of paths to ``.ncu-rep`` files. Raises
     ReportError naming the file for anything that is not a usable report.
     """
     plist = _as_paths(paths)
-    frames = [_load_one(p, cache) for p in plist]
+    frames = _load_many(plist, cache)
     # Two reports with one stem (reports/h200/ref, reports/a100/ref) get the parent
     # folder as a prefix so that the key stays unique.
     stems = [_stem(p) for p in plist]
     for f, p, s in zip(frames, plist, stems):
-        if stems.count(s) > 1:
-            f["report"] = f"{p.parent.name}/{s}"
+        f["report"] = f"{p.parent.name}/{s}" if stems.count(s) > 1 else s
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     validate_frame(frame)
     _warn_missing(frame)
@@ -358,7 +286,10 @@ def load_frame(paths, cache: bool = True) -> pd.DataFrame:
 
 
 def validate_frame(frame: pd.DataFrame) -> None:
-    """Check the long frame's contract: columns, unique key, one unit per metric."""
+    """Check the long frame's contract: columns, unique key, one unit per metric within a
+    report. Across reports a metric may change its unit (Nsight Compute versions spell
+    some differently, e.g. nvlrx__bytes.sum.per_second, derived__ metrics): recipes read
+    base-unit values, never the unit string."""
     missing = [c for c in FRAME_COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"long frame lacks columns {missing}")
@@ -370,54 +301,30 @@ def validate_frame(frame: pd.DataFrame) -> None:
     if (per_report > 1).any():
         bad = per_report[per_report > 1].index[:5].tolist()
         raise ValueError(f"metrics with more than one unit within a report: {bad}")
-    # Across reports a raw metric must keep its unit. Nsight Compute's section scripts
-    # pick units for their derived__ metrics per section set (e.g. sector vs byte for
-    # derived__memory_l2_theoretical_sectors_global_excessive), and no analysis reads them.
-    raw = frame[~frame["metric"].str.startswith("derived__")]
-    units = raw.groupby("metric", sort=False)["unit"].nunique()
-    if (units > 1).any():
-        bad = units[units > 1].index[:5].tolist()
-        raise ValueError(f"metrics with more than one unit: {bad}")
 
 
-def missing_sections(frame: pd.DataFrame) -> dict[str, dict[str, list[str]]]:
-    """{report: {section: [missing metric, ...]}} for the metrics in SECTION_METRICS."""
-    out: dict[str, dict[str, list[str]]] = {}
-    for report, sub in frame.groupby("report", sort=False):
-        have = set(sub["metric"].unique())
-        # Name-keyed instance rows (metric[key]) count as their base metric.
-        have |= {m.split("[", 1)[0] for m in have if m.endswith("]")}
-        gaps: dict[str, list[str]] = {}
-        for section, reqs in SECTION_METRICS.items():
-            lost = [alts[0] for alts in reqs if not any(a in have for a in alts)]
-            if lost:
-                gaps[section] = lost
-        if gaps:
-            out[str(report)] = gaps
-    return out
+def missing_quantities(frame: pd.DataFrame) -> dict[str, list[str]]:
+    """{report: [quantity, ...]} the recipes cannot compute for at least one launch."""
+    out: dict[str, list[str]] = {}
+    for (report, _r, _l), sub in frame.groupby(["report", "range_idx", "launch"], sort=False):
+        m = dict(zip(sub["metric"], sub["value"]))
+        lost = recipes.missing(m, recipes.evaluate(m, sub["arch"].iloc[0]))
+        have = out.setdefault(str(report), [])
+        have += [q for q in lost if q not in have]
+    return {r: sorted(q, key=recipes.EXPECTED.index) for r, q in out.items() if q}
 
 
 def _warn_missing(frame: pd.DataFrame) -> None:
-    gaps = missing_sections(frame)
-    if not gaps:
-        return
-    parts = [f"{rep}: {', '.join(sorted(secs))}" for rep, secs in gaps.items()]
-    warnings.warn(
-        "reports lack sections the analysis uses (their values will be NaN): "
-        + "; ".join(parts),
-        FlashprofWarning,
-        stacklevel=3,
-    )
+    for report, lost in missing_quantities(frame).items():
+        warnings.warn(
+            f"{report}: no {', '.join(recipes.LABELS[q] for q in lost)} in this report (null); "
+            f"collect with: ncu {recipes.collect_hint(lost)}",
+            FlashprofWarning, stacklevel=3)
 
 
 # --------------------------------------------------------------------------- per-PC
-_PCSAMP_PREFIX = "smsp__pcsamp_warps_issue_stalled_"
-# PC sampling spells one reason differently from the per-issue stall ratios.
-_PCSAMP_RENAME = {"no_instructions": "no_instruction"}
-
-
 def load_source_frame(path: str | os.PathLike, launch: int = 0) -> pd.DataFrame:
-    """Per-SASS-instruction frame for one launch of one report.
+    """Per-SASS-instruction frame for one launch of one report (read in a worker).
 
     Columns: report, launch, function, pc, pc_offset, sass, file, line, inst_executed,
     samples (all PC samples), and one ``stall_<reason>`` column per PC-sampling stall
@@ -427,54 +334,18 @@ def load_source_frame(path: str | os.PathLike, launch: int = 0) -> pd.DataFrame:
     with only pc/sass columns filled from whatever per-PC metrics exist (possibly empty).
     """
     path = Path(path)
-    report = open_report(path)
-    action = None
-    for _r, idx, act in _iter_actions(report):
-        if idx == launch:
-            action = act
-            break
-    if action is None:
-        raise ReportError(f"{path}: has no launch {launch}")
-
-    columns: dict[str, dict[int, float]] = {}
-
-    def take(metric_name: str, column: str) -> None:
-        m = action.metric_by_name(metric_name)
-        if m is None or not m.has_correlation_ids() or m.num_instances() < 1:
-            return
-        ids = m.correlation_ids()
-        columns[column] = {int(ids.value(i)): float(m.value(i) or 0) for i in range(m.num_instances())}
-
-    take("inst_executed", "inst_executed")
-    take("smsp__pcsamp_sample_count", "samples")
-    for name in sorted(action.metric_names()):
-        if name.startswith(_PCSAMP_PREFIX):
-            reason = name[len(_PCSAMP_PREFIX):]
-            suffix = ""
-            if reason.endswith("_not_issued"):
-                reason, suffix = reason[: -len("_not_issued")], "_not_issued"
-            reason = _PCSAMP_RENAME.get(reason, reason)
-            take(name, f"stall_{reason}{suffix}")
-
-    pcs = sorted(set().union(*[c.keys() for c in columns.values()])) if columns else []
-    frame = pd.DataFrame({"pc": pd.Series(pcs, dtype="int64")})
-    for col, vals in columns.items():
-        frame[col] = [vals.get(pc, 0.0) for pc in pcs]
-    sass, files, lines = [], [], []
-    for pc in pcs:
-        sass.append((action.sass_by_pc(pc) or "").strip())
-        info = action.source_info(pc)
-        files.append(info.file_name() if info is not None else "")
-        lines.append(float(info.line()) if info is not None else math.nan)
-    frame.insert(0, "report", _stem(path))
-    frame.insert(1, "launch", launch)
-    frame.insert(2, "function", _short_name(action))
-    base = pcs[0] if pcs else 0
-    frame.insert(4, "pc_offset", [pc - base for pc in pcs])
-    frame.insert(5, "sass", sass)
-    frame.insert(6, "file", files)
-    frame.insert(7, "line", pd.Series(lines, dtype="float64"))
-    return frame
+    _check_file(path)
+    if _have_pyarrow():  # the long-frame worker may have written it already
+        cached = Path(f"{_source_prefix(cache_file(path))}{int(launch)}.pkl")
+        if cached.is_file():
+            try:
+                return pd.read_pickle(cached)
+            except Exception:
+                pass  # damaged: read the report again
+    with tempfile.TemporaryDirectory(prefix="flashprof-") as tmp:
+        out = Path(tmp) / "source.pkl"
+        _run_worker(["source", str(path), str(out), _stem(path), str(int(launch))], path)
+        return pd.read_pickle(out)
 
 
 # --------------------------------------------------------------------------- reshaping

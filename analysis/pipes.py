@@ -15,6 +15,8 @@ PIPES_COLUMNS; ``category`` is one of
   Statistics section (``sass__inst_executed_per_opcode``), with ``share`` of the total.
 
 Absent metrics give a NaN ``value`` (utilization, issue) or no rows (mixes).
+``provenance``: ``exact`` (the section's own metric), ``derived`` (a later alternative,
+e.g. instruction-issue share instead of active cycles) or None (absent).
 """
 from __future__ import annotations
 
@@ -23,30 +25,18 @@ import math
 import pandas as pd
 
 from .parse import LAUNCH_KEY, launch_identity
+from .recipes import DERIVED, EXACT, ISSUE_METRIC, PIPE_METRICS  # noqa: F401 (re-exported)
 
-# Pipe -> metric alternatives. The tensor pipe's hmma counter covers mma.sync and, on
-# sm_90, wgmma (both run on the same tensor pipe); the XU (MUFU: exp2, rcp), LSU and
-# uniform pipes have no *_cycles_active counter, so their instruction-issue share is used.
-PIPE_METRICS: dict[str, tuple[str, ...]] = {
-    "tensor": ("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-               "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"),
-    "fma": ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
-            "sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active"),
-    "alu": ("sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active",
-            "sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active"),
-    "xu": ("sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active",),
-    "lsu": ("sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",),
-    "uniform": ("sm__inst_executed_pipe_uniform.avg.pct_of_peak_sustained_active",),
-    "fp64": ("sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active",),
-    "tma": ("sm__pipe_tma_cycles_active.avg.pct_of_peak_sustained_active",),
-}
+# Pipe -> metric alternatives live in analysis.recipes (one table for every number). The
+# tensor pipe's hmma counter covers mma.sync and, on sm_90, wgmma (both run on the same
+# tensor pipe); the XU (MUFU: exp2, rcp), LSU and uniform pipes have no *_cycles_active
+# counter, so their instruction-issue share is used.
 PIPE_ORDER = tuple(PIPE_METRICS)
-ISSUE_METRIC = "smsp__issue_active.avg.pct_of_peak_sustained_active"
 INST_PIPE_PREFIX = "sm__inst_executed_pipe_"
 OPCODE_PREFIX = "sass__inst_executed_per_opcode["
 
 PIPES_COLUMNS = ("report", "range_idx", "launch", "kernel", "variant", "category", "name",
-                 "metric", "value", "unit", "share")
+                 "metric", "value", "unit", "share", "provenance")
 
 
 def pipes(frame: pd.DataFrame) -> pd.DataFrame:
@@ -59,24 +49,28 @@ def pipes(frame: pd.DataFrame) -> pd.DataFrame:
                 "kernel": ident.loc[key, "kernel"], "variant": ident.loc[key, "variant"]}
         for pipe, alternatives in PIPE_METRICS.items():
             metric = next((a for a in alternatives if a in m), alternatives[0])
+            prov = None if metric not in m else EXACT if metric == alternatives[0] else DERIVED
             rows.append({**base, "category": "utilization", "name": pipe, "metric": metric,
-                         "value": m.get(metric, math.nan), "unit": "%", "share": math.nan})
+                         "value": m.get(metric, math.nan), "unit": "%", "share": math.nan,
+                         "provenance": prov})
         rows.append({**base, "category": "issue", "name": "issue_active", "metric": ISSUE_METRIC,
-                     "value": m.get(ISSUE_METRIC, math.nan), "unit": "%", "share": math.nan})
+                     "value": m.get(ISSUE_METRIC, math.nan), "unit": "%", "share": math.nan,
+                     "provenance": EXACT if ISSUE_METRIC in m else None})
 
         per_pipe = {name[len(INST_PIPE_PREFIX):-len(".sum")]: (name, v) for name, v in m.items()
                     if name.startswith(INST_PIPE_PREFIX) and name.endswith(".sum")}
         total = sum(v for _n, v in per_pipe.values())
         for pipe, (name, v) in sorted(per_pipe.items(), key=lambda kv: -kv[1][1]):
             rows.append({**base, "category": "inst_mix_pipe", "name": pipe, "metric": name,
-                         "value": v, "unit": "inst", "share": v / total if total else math.nan})
+                         "value": v, "unit": "inst", "share": v / total if total else math.nan,
+                         "provenance": EXACT})
 
         opcodes = {name[len(OPCODE_PREFIX):-1]: v for name, v in m.items() if name.startswith(OPCODE_PREFIX)}
         total = sum(opcodes.values())
         for op, v in sorted(opcodes.items(), key=lambda kv: -kv[1]):
             rows.append({**base, "category": "inst_mix_opcode", "name": op,
                          "metric": f"{OPCODE_PREFIX}{op}]", "value": v, "unit": "inst",
-                         "share": v / total if total else math.nan})
+                         "share": v / total if total else math.nan, "provenance": EXACT})
     return pd.DataFrame(rows, columns=list(PIPES_COLUMNS))
 
 

@@ -29,26 +29,39 @@ pipe *spent*; bank-conflicted wavefronts carry less useful data, so useful bytes
 lower. Ceiling = 128 B/clk/SM x SMs x SM clock (one wavefront per clock per SM, the
 peak Nsight Compute itself uses for ``..._wavefronts_mem_shared`` percentages).
 
-Arithmetic intensity at a level = FLOP/s / that level's bytes/s, given per FLOP kind:
-``ai_tensor`` (what the Tensor Core chart plots), ``ai_fp32`` (the Single-precision
-chart) and ``ai_total`` (tensor + FP32; not an Nsight Compute chart value).
+Every number comes from ``analysis.recipes`` (one table: quantity -> ordered recipes ->
+provenance), so reports from other GPUs, versions and section sets give whatever their
+metrics support: ``flops_provenance`` / ``bytes_provenance`` say ``exact`` (the chart's
+own formula, as above), ``derived`` (raw counters, e.g. ``lts__t_sectors`` for L2: all L2
+traffic, not only L2->SM) or ``estimated:<from>``; unsupported values are NaN.
+
+FLOP kinds: ``flops_tensor`` (every dense FLOP source type: fp16, bf16, tf32, fp8, fp64
+DMMA; ``tensor_src`` names the busiest), ``flops_fp32``, ``flops_fp16`` (HFMA2/HADD2/HMUL2,
+non-tensor), ``flops_fp64`` (DFMA/DADD/DMUL, non-tensor). ``flops_kind`` is the kind with
+the largest FLOP/s (ties: tensor, fp32, fp16, fp64) and ``flops``, ``compute_ceiling``,
+``ai``, ``ridge`` are that kind's chart, as Nsight Compute draws an FP32 kernel on its
+single-precision chart. ``flops_total`` = the sum of the kinds a report has.
+
+Arithmetic intensity at a level = FLOP/s / that level's bytes/s: ``ai`` (the launch's own
+kind), ``ai_tensor`` (what the Tensor Core chart plots), ``ai_fp32`` (the Single-precision
+chart) and ``ai_total`` (all kinds; not an Nsight Compute chart value).
 """
 from __future__ import annotations
 
 import math
-import re
 
 import pandas as pd
 
+from . import recipes
 from .parse import LAUNCH_KEY, launch_identity
+from .recipes import (FLOP_KINDS, L1_BYTES_PER_CYCLE, L2_BYTES_PER_CYCLE,  # noqa: F401 (re-exported)
+                      SMEM_BYTES_PER_CLK_PER_SM, SMEM_BYTES_PER_WAVEFRONT)
 
 CONVENTION = "ncu-hierarchical-roofline"
 SMEM_CONVENTION = "flashprof-smem-wavefronts"
 LEVELS = ("L1", "L2", "DRAM", "shared memory")
-SMEM_BYTES_PER_WAVEFRONT = 128.0   # 32 banks x 4 B
-SMEM_BYTES_PER_CLK_PER_SM = 128.0  # one wavefront per clock per SM
-L2_BYTES_PER_CYCLE = 32.0          # lts2xbar moves one 32 B sector per active cycle
-L1_BYTES_PER_CYCLE = 128.0         # one 128 B writeback per active cycle
+_LEVEL_Q = {"L1": ("bytes_l1", "l1_ceiling"), "L2": ("bytes_l2", "l2_ceiling"),
+            "DRAM": ("bytes_dram", "dram_ceiling"), "shared memory": ("bytes_smem", "smem_ceiling")}
 
 ROOFLINE_COLUMNS = (
     "report", "range_idx", "launch", "kernel", "variant", "gpu", "arch", "level",
@@ -56,99 +69,42 @@ ROOFLINE_COLUMNS = (
     "flops_tensor", "flops_fp32", "flops_total", "tensor_ceiling", "fp32_ceiling",
     "bytes_per_s", "bw_ceiling", "ai_tensor", "ai_fp32", "ai_total",
     "ridge_tensor", "ridge_fp32", "bound_tensor",
+    # added with the recipes (issue 12): the launch's own FLOP kind and every kind's rate
+    "flops_kind", "flops", "compute_ceiling", "ai", "ridge", "tensor_src",
+    "flops_fp16", "flops_fp64", "fp16_ceiling", "fp64_ceiling",
+    "flops_provenance", "bytes_provenance",
 )
-
-_TENSOR_RE = re.compile(
-    r"^sm__ops_path_tensor_(?:op_(?P<op>hmma|hgmma)_)?src_(?P<src>fp16|bf16)"
-    r"(?:_dst_(?P<dst>fp16|fp32))?_sparsity_off\.sum\.per_cycle_elapsed$"
-)
-# When a kernel ran no tensor ops, the ceiling still has to name one path: mma.sync
-# first, since that is what kernels 1-7 use.
-_PATH_PREFERENCE = ("hmma", "tensor", "hgmma")
 _NAN = math.nan
-
-
-def _get(m: dict, name: str) -> float:
-    v = m.get(name, _NAN)
-    return _NAN if v is None else float(v)
-
-
-def _tensor_counters(m: dict) -> dict[str, list[str]]:
-    """{path: [per_cycle_elapsed metric names]} without double counting."""
-    groups: dict[tuple[str, str], dict[bool, list[str]]] = {}
-    for name in m:
-        hit = _TENSOR_RE.match(name)
-        if hit:
-            path = hit["op"] or "tensor"
-            groups.setdefault((path, hit["src"]), {True: [], False: []})[hit["dst"] is not None].append(name)
-    paths: dict[str, list[str]] = {}
-    for (path, _src), by_dst in groups.items():
-        paths.setdefault(path, []).extend(by_dst[True] or by_dst[False])
-    # The GA-style aggregate name must not be added on top of per-instruction paths.
-    if len(paths) > 1:
-        paths.pop("tensor", None)
-    return paths
-
-
-def _tensor(m: dict, sm_clock: float) -> tuple[float, float, str | None]:
-    """(achieved tensor FLOP/s, tensor ceiling FLOP/s, path name)."""
-    paths = _tensor_counters(m)
-    if not paths:
-        return _NAN, _NAN, None
-    per_cycle = {p: sum(_get(m, n) for n in names) for p, names in paths.items()}
-    achieved = sum(per_cycle.values()) * sm_clock
-    busy = {p: v for p, v in per_cycle.items() if v > 0}
-    if busy:
-        path = max(busy, key=busy.get)
-        metric = max(paths[path], key=lambda n: _get(m, n))
-    else:
-        path = next(p for p in _PATH_PREFERENCE if p in paths)
-        # fp16 -> fp32 accumulate is the configuration the FA kernels use.
-        metric = sorted(paths[path], key=lambda n: ("fp16" not in n, "dst_fp32" not in n))[0]
-    peak = _get(m, metric.replace(".sum.per_cycle_elapsed", ".sum.peak_sustained"))
-    return achieved, peak * sm_clock, path
-
-
-def _fp32(m: dict, sm_clock: float) -> tuple[float, float]:
-    base = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum.per_cycle_elapsed"
-    per_cycle = _get(m, base.format("fadd")) + _get(m, base.format("fmul")) + 2 * _get(m, base.format("ffma"))
-    achieved = per_cycle * _get(m, "smsp__cycles_elapsed.avg.per_second")
-    ceiling = 2 * _get(m, "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained") * sm_clock
-    return achieved, ceiling
-
-
-def _l1_metric(m: dict) -> str:
-    # sm_90 counts distributed shared memory too (_lgds); older chips name it _lg.
-    lgds, lg = "l1tex__lsu_writeback_active_mem_lgds.sum", "l1tex__lsu_writeback_active_mem_lg.sum"
-    if f"{lgds}.per_second" in m:
-        return lgds
-    if f"{lg}.per_second" in m:
-        return lg
-    return lgds
-
-
-def _levels(m: dict, sm_clock: float) -> dict[str, tuple[float, float]]:
-    """{level: (bytes/s, bytes/s ceiling)}."""
-    l1 = _l1_metric(m)
-    duration_s = _get(m, "gpu__time_duration.sum") * 1e-9
-    sms = _get(m, "launch__sm_count")
-    if math.isnan(sms):
-        sms = _get(m, "device__attribute_multiprocessor_count")
-    return {
-        "L1": (L1_BYTES_PER_CYCLE * _get(m, f"{l1}.per_second"),
-               L1_BYTES_PER_CYCLE * _get(m, f"{l1}.peak_sustained") * _get(m, "l1tex__cycles_elapsed.avg.per_second")),
-        "L2": (L2_BYTES_PER_CYCLE * _get(m, "lts__lts2xbar_cycles_active.sum.per_second"),
-               L2_BYTES_PER_CYCLE * _get(m, "lts__lts2xbar_cycles_active.sum.peak_sustained")
-               * _get(m, "lts__cycles_elapsed.avg.per_second")),
-        "DRAM": (_get(m, "dram__bytes.sum.per_second"),
-                 _get(m, "dram__bytes.sum.peak_sustained") * _get(m, "dram__cycles_elapsed.avg.per_second")),
-        "shared memory": (SMEM_BYTES_PER_WAVEFRONT * _get(m, "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum") / duration_s,
-                          SMEM_BYTES_PER_CLK_PER_SM * sms * sm_clock),
-    }
 
 
 def _div(a: float, b: float) -> float:
     return a / b if b and not (math.isnan(a) or math.isnan(b)) else _NAN
+
+
+def flops_kind(rates: dict[str, float]) -> str | None:
+    """The FLOP kind with the largest finite rate (ties: FLOP_KINDS order), None if none."""
+    known = [(k, rates[k]) for k in FLOP_KINDS if not math.isnan(rates.get(k, _NAN))]
+    if not known:
+        return None
+    return max(known, key=lambda kv: (kv[1], -FLOP_KINDS.index(kv[0])))[0]
+
+
+def launch_quantities(m: dict, arch) -> dict:
+    """Per-launch roofline inputs from the recipes: values, provenance and the tensor path."""
+    res = recipes.evaluate(m, arch)
+    val = {q: r.value for q, r in res.items()}
+    prov = {q: r.provenance for q, r in res.items()}
+    rates = {k: val[f"flops_{k}"] for k in FLOP_KINDS}
+    kind = flops_kind(rates)
+    _pc, _metric, path, src = recipes.tensor_detail(m)
+    tensor_recipe = res["flops_tensor"].recipe or ""
+    if "x512" in tensor_recipe:
+        path, src = "tensor", None
+    elif prov["flops_tensor"] and prov["flops_tensor"].startswith("estimated"):
+        path, src = "hmma", "fp16"
+    known = [v for v in rates.values() if not math.isnan(v)]
+    return {"val": val, "prov": prov, "rates": rates, "kind": kind, "path": path, "src": src,
+            "total": sum(known) if known else _NAN}
 
 
 def roofline(frame: pd.DataFrame) -> pd.DataFrame:
@@ -156,16 +112,16 @@ def roofline(frame: pd.DataFrame) -> pd.DataFrame:
     ident = launch_identity(frame).set_index(list(LAUNCH_KEY))
     rows = []
     for key, sub in frame.groupby(list(LAUNCH_KEY), sort=False):
-        m = dict(zip(sub["metric"], sub["value"]))
         info = ident.loc[key]
-        sm_clock = _get(m, "sm__cycles_elapsed.avg.per_second")
-        flops_tensor, tensor_ceiling, path = _tensor(m, sm_clock)
-        flops_fp32, fp32_ceiling = _fp32(m, sm_clock)
-        # A report without the FP32 counters still has a meaningful tensor total.
-        flops_total = flops_tensor + (0.0 if math.isnan(flops_fp32) else flops_fp32)
-        for level, (bw, bw_ceiling) in _levels(m, sm_clock).items():
-            ai_tensor = _div(flops_tensor, bw)
-            ridge_tensor = _div(tensor_ceiling, bw_ceiling)
+        q = launch_quantities(dict(zip(sub["metric"], sub["value"])), info["arch"])
+        val, prov, kind = q["val"], q["prov"], q["kind"]
+        tensor, fp32, total = val["flops_tensor"], val["flops_fp32"], q["total"]
+        flops = val[f"flops_{kind}"] if kind else _NAN
+        ceiling = val[f"{kind}_ceiling"] if kind else _NAN
+        for level in LEVELS:
+            bq, cq = _LEVEL_Q[level]
+            bw, bw_ceiling = val[bq], val[cq]
+            ai_tensor, ridge_tensor = _div(tensor, bw), _div(val["tensor_ceiling"], bw_ceiling)
             bound = _NAN
             if not (math.isnan(ai_tensor) or math.isnan(ridge_tensor)):
                 bound = "memory" if ai_tensor < ridge_tensor else "compute"
@@ -174,17 +130,22 @@ def roofline(frame: pd.DataFrame) -> pd.DataFrame:
                 "kernel": info["kernel"], "variant": info["variant"], "gpu": info["gpu"],
                 "arch": info["arch"], "level": level,
                 "convention": SMEM_CONVENTION if level == "shared memory" else CONVENTION,
-                "in_ncu_chart": level != "shared memory",
-                "duration_ns": _get(m, "gpu__time_duration.sum"), "sm_clock_hz": sm_clock,
-                "tensor_path": path,
-                "flops_tensor": flops_tensor, "flops_fp32": flops_fp32, "flops_total": flops_total,
-                "tensor_ceiling": tensor_ceiling, "fp32_ceiling": fp32_ceiling,
+                "in_ncu_chart": level != "shared memory" and prov[bq] in (None, recipes.EXACT),
+                "duration_ns": val["duration_ns"], "sm_clock_hz": val["sm_clock_hz"],
+                "tensor_path": q["path"],
+                "flops_tensor": tensor, "flops_fp32": fp32, "flops_total": total,
+                "tensor_ceiling": val["tensor_ceiling"], "fp32_ceiling": val["fp32_ceiling"],
                 "bytes_per_s": bw, "bw_ceiling": bw_ceiling,
-                "ai_tensor": ai_tensor, "ai_fp32": _div(flops_fp32, bw), "ai_total": _div(flops_total, bw),
-                "ridge_tensor": ridge_tensor, "ridge_fp32": _div(fp32_ceiling, bw_ceiling),
+                "ai_tensor": ai_tensor, "ai_fp32": _div(fp32, bw), "ai_total": _div(total, bw),
+                "ridge_tensor": ridge_tensor, "ridge_fp32": _div(val["fp32_ceiling"], bw_ceiling),
                 "bound_tensor": bound,
+                "flops_kind": kind, "flops": flops, "compute_ceiling": ceiling,
+                "ai": _div(flops, bw), "ridge": _div(ceiling, bw_ceiling), "tensor_src": q["src"],
+                "flops_fp16": val["flops_fp16"], "flops_fp64": val["flops_fp64"],
+                "fp16_ceiling": val["fp16_ceiling"], "fp64_ceiling": val["fp64_ceiling"],
+                "flops_provenance": prov[f"flops_{kind}"] if kind else None,
+                "bytes_provenance": prov[bq],
             })
     out = pd.DataFrame(rows, columns=list(ROOFLINE_COLUMNS))
     out["level"] = pd.Categorical(out["level"], categories=list(LEVELS), ordered=True)
     return out
-

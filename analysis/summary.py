@@ -5,9 +5,14 @@ frames of FA2 reference reports: ``find_ref_reports`` looks for them next to inp
 Output: ``summarize`` -> list of dicts (SUMMARY_KEYS, JSON-ready after ``jsonable``);
 ``compare`` -> dict with per-field deltas and regression flags; ``render_*`` -> text.
 
-Conventions: ``tflops`` = tensor + FP32 achieved FLOP/s (1e12); ``ai_*`` are the
-intensities of Nsight Compute's Tensor Core roofline chart (tensor FLOPs / bytes, see
-analysis.roofline), ``ai_smem`` the flashprof shared-memory level. ``pct_of_fa2`` =
+Conventions: ``flops_kind`` is the launch's largest FLOP kind (tensor, fp32, fp16, fp64;
+see analysis.roofline) and ``tflops``, ``peak_tflops`` and ``ai_*`` are on that kind's chart
+(for kernels 1-7: the Tensor Core chart, tensor FLOPs / bytes, as before). Every kind keeps
+its own field (``tensor_tflops`` ... ``fp64_tflops``); ``total_tflops`` = all kinds together
+(what ``tflops`` meant before: tensor + FP32 for kernels 1-7). ``ai_smem`` is the flashprof
+shared-memory level. ``provenance`` = {field: exact | derived | estimated:<from> | null}
+from analysis.recipes; ``missing`` = quantities the report cannot support (null fields) and
+``collect_hint`` the ncu options that would collect them. ``pct_of_fa2`` =
 100 x duration(FA2 reference) / duration(this launch), given only when this launch's
 problem is known (it has a sidecar, or it is the reference itself) and a reference
 launch on the same GPU agrees on every shape/dtype field both sides know.
@@ -26,6 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import recipes
 from .parse import LAUNCH_KEY, REPORT_SUFFIX, SHAPE_FIELDS, launch_identity, load_frame
 from .pipes import pipes
 from .roofline import roofline
@@ -34,12 +40,13 @@ from .stalls import STALL_REASONS, bank_conflicts, stalls
 SUMMARY_KEYS = (
     "report", "path", "launch", "kernel", "variant", "title", "gpu", "arch",
     "batch", "seq", "heads", "d_head", "dtype",
-    "duration_ns", "sm_clock_hz", "tflops", "tensor_tflops", "fp32_tflops",
-    "tensor_tflops_peak", "tensor_path", "pct_of_tensor_peak",
+    "duration_ns", "sm_clock_hz", "flops_kind", "tflops", "peak_tflops", "total_tflops",
+    "tensor_tflops", "fp32_tflops", "fp16_tflops", "fp64_tflops",
+    "tensor_tflops_peak", "tensor_path", "tensor_src", "pct_of_tensor_peak",
     "ai_l1", "ai_l2", "ai_dram", "ai_smem",
     "tensor_pipe_pct", "fma_pipe_pct", "alu_pipe_pct", "xu_pipe_pct", "lsu_pipe_pct",
     "issue_active_pct", "inst_executed", "inst_mix", "stalls", "smem_bank_conflicts", "smem_nway",
-    "ldsm_inst", "pct_of_fa2",
+    "ldsm_inst", "pct_of_fa2", "provenance", "missing", "collect_hint",
 )
 # Executed warp instructions of these opcodes go into ``inst_mix`` (all opcodes are in the
 # long frame / analysis.pipes): tensor, the FP32 softmax work, MUFU exp2, smem loads.
@@ -120,6 +127,10 @@ def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None) -> lis
     duration = frame[frame["metric"] == "gpu__time_duration.sum"].set_index(list(LAUNCH_KEY))["value"]
     gpc_clock = frame[frame["metric"] == "gpc__cycles_elapsed.avg.per_second"].set_index(list(LAUNCH_KEY))["value"]
     inst_executed = frame[frame["metric"] == INST_EXECUTED_METRIC].set_index(list(LAUNCH_KEY))["value"]
+    launches = {}
+    for key, sub in frame.groupby(list(LAUNCH_KEY), sort=False):
+        m = dict(zip(sub["metric"], sub["value"]))
+        launches[key] = {"metrics": m, "results": recipes.evaluate(m, sub["arch"].iloc[0])}
 
     refs = []
     for f in (frame, ref_frame):
@@ -142,14 +153,23 @@ def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None) -> lis
         sm_clock = first["sm_clock_hz"]
         # SpeedOfLight-only reports lack the SM clock; the GPC clock is the same domain.
         row["sm_clock_hz"] = sm_clock if not math.isnan(sm_clock) else gpc_clock.get(key, math.nan)
-        row["tflops"] = first["flops_total"] / 1e12
-        row["tensor_tflops"] = first["flops_tensor"] / 1e12
-        row["fp32_tflops"] = first["flops_fp32"] / 1e12
+        row["flops_kind"] = _nan_to_none(first["flops_kind"])
+        row["tflops"] = first["flops"] / 1e12
+        row["peak_tflops"] = first["compute_ceiling"] / 1e12
+        row["total_tflops"] = first["flops_total"] / 1e12
+        for kind in recipes.FLOP_KINDS:
+            row[f"{kind}_tflops"] = first[f"flops_{kind}"] / 1e12
         row["tensor_tflops_peak"] = first["tensor_ceiling"] / 1e12
         row["tensor_path"] = first["tensor_path"]
+        row["tensor_src"] = _nan_to_none(first["tensor_src"])
         row["pct_of_tensor_peak"] = 100 * first["flops_tensor"] / first["tensor_ceiling"]
         for level, k in _LEVEL_KEYS.items():
-            row[k] = r.loc[level, "ai_tensor"] if level in r.index else math.nan
+            row[k] = r.loc[level, "ai"] if level in r.index else math.nan
+        q = launches[key]
+        row["provenance"] = _provenance(q, r)
+        lost = recipes.missing(q["metrics"], q["results"])
+        row["missing"] = lost
+        row["collect_hint"] = recipes.collect_hint(lost) or None
 
         p = pipe[(pipe["report"] == key[0]) & (pipe["launch"] == key[2]) & (pipe["range_idx"] == key[1])]
         pv = dict(zip(p["name"], p["value"]))
@@ -169,8 +189,40 @@ def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None) -> lis
         row["smem_nway"] = dict(zip(b["op"], b["nway"]))
         row["ldsm_inst"] = b["ldsm_inst"].iloc[0] if len(b) else math.nan
         row["pct_of_fa2"] = _pct_of_fa2(rec, row["duration_ns"], refs)
+        pv = dict(zip(p["name"], p["provenance"]))
+        row["provenance"].update({k: pv.get(name) for name, k in _PIPE_KEYS.items()})
+        row["provenance"]["stalls"] = "exact" if any(not math.isnan(v) for v in row["stalls"].values()) else None
+        row["provenance"]["smem_bank_conflicts"] = (
+            "exact" if any(not pd.isna(v) for v in row["smem_bank_conflicts"].values()) else None)
         out.append({k: row.get(k) for k in SUMMARY_KEYS})
     return out
+
+
+_PROV_ORDER = {recipes.EXACT: 0, recipes.DERIVED: 1}
+
+
+def _weakest(*provs):
+    """The weakest of several provenances; None if any input is None."""
+    if any(p is None for p in provs):
+        return None
+    return max(provs, key=lambda p: _PROV_ORDER.get(p, 2))
+
+
+def _provenance(q: dict, r: pd.DataFrame) -> dict:
+    """{summary field: provenance} for the roofline fields of one launch."""
+    res = q["results"]
+    prov = {"duration_ns": res["duration_ns"].provenance, "sm_clock_hz": res["sm_clock_hz"].provenance}
+    first = r.iloc[0]
+    kind = first["flops_kind"]
+    prov["tflops"] = _nan_to_none(first["flops_provenance"])
+    prov["peak_tflops"] = res[f"{kind}_ceiling"].provenance if isinstance(kind, str) else None
+    for k in recipes.FLOP_KINDS:
+        prov[f"{k}_tflops"] = res[f"flops_{k}"].provenance
+    prov["tensor_tflops_peak"] = res["tensor_ceiling"].provenance
+    for level, k in _LEVEL_KEYS.items():
+        prov[k] = (_weakest(prov["tflops"], _nan_to_none(r.loc[level, "bytes_provenance"]))
+                   if level in r.index else None)
+    return prov
 
 
 def _pct_of_fa2(rec: dict, duration: float, refs: list[tuple[dict, float]]):

@@ -40,12 +40,12 @@ def _l2_ai(raw: dict, tensor_name: str) -> float:
     return tensor / (32 * raw["lts__lts2xbar_cycles_active.sum.per_second"])
 
 
-def _tflops(raw: dict, tensor_name: str) -> float:
-    """Tensor + FP32 FLOP/s (ncu-metrics.md formulas) from raw counters, in TFLOP/s."""
+def _tflops(raw: dict, tensor_name: str, fp32_too: bool = False) -> float:
+    """Tensor (+ FP32 with fp32_too) FLOP/s (ncu-metrics.md formulas) from raw counters, in TFLOP/s."""
     tensor = raw[f"{tensor_name}.sum.per_cycle_elapsed"] * raw["sm__cycles_elapsed.avg.per_second"]
     fp32 = sum(raw[f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed"] * w
                for op, w in (("fadd", 1), ("fmul", 1), ("ffma", 2))) * raw["smsp__cycles_elapsed.avg.per_second"]
-    return (tensor + fp32) / 1e12
+    return (tensor + (fp32 if fp32_too else 0.0)) / 1e12
 
 
 HMMA = "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32_sparsity_off"
@@ -57,10 +57,15 @@ def test_summary_json_keys_and_values(summary_json, raw_ref, raw_cudnn):
         assert REQUIRED <= set(rec)
         assert set(rec["smem_bank_conflicts"]) == {"ld", "st"}
     ref = next(r for r in summary_json if r["report"] == "ref")
+    # Issue 12: tflops is the launch's own FLOP kind (tensor here, as the Tensor Core chart);
+    # total_tflops keeps the old meaning, tensor + FP32.
+    assert ref["flops_kind"] == "tensor"
     assert ref["tflops"] == pytest.approx(_tflops(raw_ref, HMMA), rel=1e-9)
+    assert ref["total_tflops"] == pytest.approx(_tflops(raw_ref, HMMA, fp32_too=True), rel=1e-9)
+    assert ref["provenance"]["tflops"] == "exact" and ref["missing"] == [] and ref["collect_hint"] is None
     # Sanity: the total is the attention FLOP count over the duration, within 2 % (the FP32
     # softmax FLOPs are ~1 % on top of the 4·B·H·S²·d tensor FLOPs).
-    assert ref["tflops"] * 1e12 * ref["duration_ns"] * 1e-9 == pytest.approx(4 * 16 * 16 * 4096**2 * 128, rel=0.02)
+    assert ref["total_tflops"] * 1e12 * ref["duration_ns"] * 1e-9 == pytest.approx(4 * 16 * 16 * 4096**2 * 128, rel=0.02)
     assert ref["ai_l2"] == pytest.approx(_l2_ai(raw_ref, HMMA), rel=1e-9)
     assert ref["tensor_pipe_pct"] == raw_ref["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"]
     assert ref["stalls"]["math_pipe_throttle"] == raw_ref[
@@ -100,6 +105,7 @@ def test_kernel_pct_of_fa2_from_raw_durations(h200_summary, raw_ref, raw_kernels
         assert rec["pct_of_fa2"] == pytest.approx(
             100 * raw_ref["gpu__time_duration.sum"] / raw["gpu__time_duration.sum"], rel=1e-12), k
         assert rec["tflops"] == pytest.approx(_tflops(raw, HMMA), rel=1e-9)
+        assert rec["total_tflops"] == pytest.approx(_tflops(raw, HMMA, fp32_too=True), rel=1e-9)
         assert 0 < rec["pct_of_fa2"] < 150
 
 

@@ -273,8 +273,9 @@ def test_smaller_or_foreign_report_works_with_one_warning(report):
                                   str(ROOT / "tests" / "data" / f"{report}.ncu-rep")], _env())
     assert rc == 0 and "Traceback" not in stderr
     lines = stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith(
-        "analysis: warning: reports lack sections the analysis uses (their values will be NaN): "), stderr
+    # One line per report: the quantities it lacks and the ncu options that collect them.
+    assert len(lines) == 1 and lines[0].startswith(f"analysis: warning: {report}: no "), stderr
+    assert "(null); collect with: ncu --section " in lines[0]
     assert report in stdout and "duration_ns" in stdout
     tensor = next(ln for ln in stdout.splitlines() if ln.startswith("tensor_tflops "))
     assert tensor.split()[-1] == "-"  # NaN shown as "-"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import struct
 import warnings
@@ -13,7 +14,7 @@ import pytest
 from analysis import parse
 from analysis.errors import FlashprofWarning, ReportError
 from analysis.parse import FRAME_COLUMNS, KEY_COLUMNS, load_frame, load_source_frame, validate_frame
-from conftest import GEMM, KERNELS, REF, SOL, raw_metrics, raw_opcodes, sidecar
+from conftest import GEMM, KERNELS, REF, ROOT, SOL, raw_metrics, raw_opcodes, sidecar
 
 SIDECAR = {
     "schema": 1, "kernel": "6", "title": "Kernel 6: swizzled", "config": None,
@@ -128,32 +129,85 @@ def test_same_stem_in_two_folders_stays_unique(tmp_path):
 
 
 # ----------------------------------------------------------------------------- cache
-def test_cache_roundtrip_and_invalidation(tmp_path):
+@pytest.fixture
+def xdg(tmp_path, monkeypatch):
+    """XDG_CACHE_HOME pointed at a temporary folder: the cache lands there."""
+    home = tmp_path / "xdg"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    return home / "flashprof"
+
+
+def test_cache_roundtrip_and_invalidation(tmp_path, xdg):
     report = tmp_path / "g.ncu-rep"
     shutil.copy(GEMM, report)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FlashprofWarning)
         cold = load_frame(report)
-        cached = list((tmp_path / ".flashprof-cache").glob("g.*.parquet"))
+        cached = list(xdg.glob("g.*.parquet"))
         assert len(cached) == 1 and len(cached[0].name.split(".")[1]) == 40
+        assert not (tmp_path / ".flashprof-cache").exists()  # nothing beside the report
         warm = load_frame(report)
         pd.testing.assert_frame_equal(cold, warm)
-        # A new sidecar changes the content hash: new cache entry, stale one removed.
+        # A new sidecar changes the content hash: a new cache entry.
         (tmp_path / "g.json").write_text(json.dumps(SIDECAR))
         fresh = load_frame(report)
     assert fresh["variant"].iloc[0] == "6"
-    again = list((tmp_path / ".flashprof-cache").glob("g.*.parquet"))
-    assert len(again) == 1 and again != cached
+    again = set(xdg.glob("g.*.parquet"))
+    assert len(again) == 2 and set(cached) < again
 
 
-def test_no_pyarrow_means_no_cache(tmp_path, monkeypatch):
+def test_cache_hit_starts_no_worker(tmp_path, xdg, monkeypatch):
+    report = tmp_path / "g.ncu-rep"
+    shutil.copy(GEMM, report)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FlashprofWarning)
+        load_frame(report)
+
+        def no_worker(*a, **k):
+            raise AssertionError("a cached report was read again")
+        monkeypatch.setattr(parse, "_run_worker", no_worker)
+        assert len(load_frame(report)) > 0
+
+
+def test_relative_xdg_is_ignored(monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
+    assert parse.cache_dir() == parse.Path.home() / ".cache" / "flashprof"
+
+
+def test_read_only_report_folder_and_cache(tmp_path, xdg):
+    """A read-only copy of a report folder parses (cache in XDG); a read-only cache
+    folder too (no cache then)."""
+    src = tmp_path / "ro"
+    src.mkdir()
+    shutil.copy(GEMM, src / "g.ncu-rep")
+    src.chmod(0o555)
+    xdg.mkdir(parents=True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FlashprofWarning)
+            frame = load_frame(src / "g.ncu-rep")
+            assert len(frame) > 0 and list(xdg.glob("g.*.parquet"))
+            for f in xdg.glob("*"):
+                f.unlink()
+            xdg.chmod(0o555)
+            again = load_frame(src / "g.ncu-rep")
+        pd.testing.assert_frame_equal(frame, again)
+        if os.geteuid() != 0:  # root writes anywhere; the point is that nothing breaks
+            assert not list(xdg.glob("*"))
+        assert sorted(p.name for p in src.iterdir()) == ["g.ncu-rep"]
+    finally:
+        src.chmod(0o755)
+        xdg.chmod(0o755)
+
+
+def test_no_pyarrow_means_no_cache(tmp_path, xdg, monkeypatch):
     monkeypatch.setattr(parse, "_have_pyarrow", lambda: False)
     shutil.copy(GEMM, tmp_path / "g.ncu-rep")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FlashprofWarning)
         frame = load_frame(tmp_path / "g.ncu-rep")
     assert len(frame) > 0
-    assert not (tmp_path / ".flashprof-cache").exists()
+    assert not xdg.exists()
 
 
 # ----------------------------------------------------------------------------- errors
@@ -173,30 +227,31 @@ def test_bad_inputs_raise_report_error(tmp_path, case):
     assert str(target) in str(info.value)
 
 
-class _FakeRange:
-    def __init__(self, n):
-        self.n = n
-
-    def num_actions(self):
-        return self.n
-
-
-class _FakeReport:
-    def __init__(self, ranges):
-        self.ranges = ranges
-
-    def num_ranges(self):
-        return len(self.ranges)
-
-    def range_by_idx(self, i):
-        return _FakeRange(self.ranges[i])
+FAKE_NCU_REPORT = """
+import os
+class _Range:
+    def __init__(self, n): self.n = n
+    def num_actions(self): return self.n
+class _Report:
+    def __init__(self, ranges): self.ranges = ranges
+    def num_ranges(self): return len(self.ranges)
+    def range_by_idx(self, i): return _Range(self.ranges[i])
+def load_report(path):
+    return _Report([int(x) for x in os.environ["FAKE_RANGES"].split(",") if x])
+"""
 
 
-@pytest.mark.parametrize("ranges, words", [([], "no profiled ranges"), ([0, 0], "no profiled kernel launches")])
+@pytest.mark.parametrize("ranges, words", [("", "no profiled ranges"), ("0,0", "no profiled kernel launches")])
 def test_zero_ranges_or_actions(tmp_path, monkeypatch, ranges, words):
+    """The worker process imports a stand-in ncu_report (first on PYTHONPATH) whose
+    report has no ranges / no actions."""
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "ncu_report.py").write_text(FAKE_NCU_REPORT)
+    monkeypatch.setenv("PYTHONPATH", str(fake))
+    monkeypatch.setenv("FAKE_RANGES", ranges)
     target = tmp_path / "z.ncu-rep"
     shutil.copy(GEMM, target)
-    monkeypatch.setattr(parse, "_load_raw", lambda path: _FakeReport(ranges))
     with pytest.raises(ReportError, match=words) as info:
         load_frame(target, cache=False)
     assert str(target) in str(info.value)
@@ -316,3 +371,22 @@ def test_pivot_metrics(full_frame, raw_ref, raw_cudnn):
     dur = wide.set_index("report")["gpu__time_duration.sum"]
     assert dur["ref"] == raw_ref["gpu__time_duration.sum"]
     assert dur["cudnn"] == raw_cudnn["gpu__time_duration.sum"]
+
+
+def test_source_frames_prefetched_into_the_cache(tmp_path, xdg, monkeypatch):
+    """The long-frame worker of a report with PC sampling also caches its per-PC frame, so
+    the stall-line figures start no second worker; the result equals a fresh read."""
+    report = ROOT / "tests" / "data" / "kinds" / "h200_hfma2_full.ncu-rep"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "other"))
+    fresh = load_source_frame(report)  # empty cache: read by a worker
+    monkeypatch.setenv("XDG_CACHE_HOME", str(xdg.parent))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FlashprofWarning)
+        load_frame(report)
+    assert len(list(xdg.glob("h200_hfma2_full.*.src0.pkl"))) == 1
+
+    def no_worker(*a, **k):
+        raise AssertionError("the prefetched frame was not used")
+    monkeypatch.setattr(parse, "_run_worker", no_worker)
+    pd.testing.assert_frame_equal(load_source_frame(report), fresh)
+    assert fresh["samples"].sum() > 0 and fresh["sass"].str.contains("HFMA2").any()
