@@ -124,6 +124,29 @@ class Inputs:
         return df
 
     @cached_property
+    def ceilings(self) -> pd.DataFrame | None:
+        """The measured ceilings of this folder's GPU (reports/<gpu>/ceilings.json), if any."""
+        from . import ceilings
+        p = self.reports_dir / ceilings.FILE
+        return ceilings.load(p) if p.is_file() else None
+
+    def measured_roofs(self, reports) -> pd.DataFrame | None:
+        """Measured roofs for a roofline of ``reports``: per-SM-per-clock rates at the median
+        SM clock of those launches (the clock the theoretical roofs are drawn at); only for
+        reports on the GPU the ceilings were measured on."""
+        from . import ceilings
+        meas = self.ceilings
+        if meas is None or meas.empty:
+            return None
+        sel = self.roof[self.roof["report"].isin(list(reports))]
+        gpus = {str(g).removeprefix("NVIDIA ") for g in sel["gpu"].dropna().unique()}
+        if gpus != {str(meas["gpu"].iloc[0]).removeprefix("NVIDIA ")}:
+            return None
+        clock = float(sel["sm_clock_hz"].median())
+        roofs = ceilings.measured_roofs(meas, clock if clock == clock else None)
+        return roofs if len(roofs) else None
+
+    @cached_property
     def autotune_static(self) -> pd.DataFrame | None:
         p = self.reports_dir / "autotune_static.csv"
         return pd.read_csv(p) if p.is_file() else None

@@ -40,10 +40,14 @@ ROOF_COLUMNS = ("report", "launch", "range_idx", "level", "ai_tensor", "flops_te
 
 
 def _roof_points(inp: Inputs, reports) -> int:
-    """Finite (intensity, FLOP/s) points, tensor or FP32, of ``reports``."""
+    """Finite (intensity, FLOP/s) points of ``reports``: of each launch's own FLOP kind,
+    tensor or FP32."""
     r = inp.roof[inp.roof["report"].isin(list(reports))]
     n = 0
-    for ai, fl in (("ai_tensor", "flops_tensor"), ("ai_fp32", "flops_fp32")):
+    pairs = [("ai_tensor", "flops_tensor"), ("ai_fp32", "flops_fp32")]
+    if {"ai", "flops"} <= set(r.columns):
+        pairs.append(("ai", "flops"))
+    for ai, fl in pairs:
         v = r[[ai, fl]].apply(pd.to_numeric, errors="coerce")
         n += int((v.notna().all(axis=1) & (v[ai] > 0) & (v[fl] > 0)).sum())
     return n
@@ -71,8 +75,8 @@ def _roofline(inp: Inputs):
         who = f"{report} = {plots.kernel_label(key)}" if plots.is_series(key) else report
         cap = (f"hierarchical roofline of {who} ({_launch_count(inp, report)}, "
                f"{labels.function_runs(*_launch_funcs(inp, report))}) on {_gpus(inp, [report])}")
-        jobs.append((fname, lambda r=report, t=title: plots.plot_roofline(inp.roof, inp.ident, [r], title=t,
-                                                                           fp32_points=True), cap))
+        jobs.append((fname, lambda r=report, t=title: plots.plot_roofline(
+            inp.roof, inp.ident, [r], title=t, fp32_points=True, measured=inp.measured_roofs([r])), cap))
     # one overlay per GPU: roofs of different GPUs do not share a chart
     by_gpu: dict[str, list[str]] = {}
     for report in inp.stems:
@@ -88,7 +92,7 @@ def _roofline(inp: Inputs):
         title = "Hierarchical roofline: all kernels" if inp.series else f"Hierarchical roofline: {len(drawable)} reports on {gpu}"
         jobs.append((fname, lambda rs=drawable, t=title: plots.plot_roofline(
             inp.roof, inp.ident, None if len(by_gpu) == 1 and rs == list(inp.stems) else rs, title=t,
-            fp32_points=not inp.series),
+            fp32_points=not inp.series, measured=inp.measured_roofs(rs)),
             f"hierarchical roofline of {len(drawable)} reports on {gpu} in one chart"))
     return jobs
 

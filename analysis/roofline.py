@@ -82,9 +82,11 @@ def _div(a: float, b: float) -> float:
 
 
 def flops_kind(rates: dict[str, float]) -> str | None:
-    """The FLOP kind with the largest finite rate (ties: FLOP_KINDS order), None if none."""
+    """The FLOP kind with the largest finite rate (ties: FLOP_KINDS order); None if no rate
+    is known or every known rate is zero (no floating-point work was counted, e.g. an
+    integer IMMA GEMM: it has no place on a FLOP roofline, rather than a point at 0)."""
     known = [(k, rates[k]) for k in FLOP_KINDS if not math.isnan(rates.get(k, _NAN))]
-    if not known:
+    if not known or max(v for _, v in known) <= 0:
         return None
     return max(known, key=lambda kv: (kv[1], -FLOP_KINDS.index(kv[0])))[0]
 

@@ -42,7 +42,7 @@ SUMMARY_KEYS = (
     "batch", "seq", "heads", "d_head", "dtype",
     "duration_ns", "sm_clock_hz", "flops_kind", "tflops", "peak_tflops", "total_tflops",
     "tensor_tflops", "fp32_tflops", "fp16_tflops", "fp64_tflops",
-    "tensor_tflops_peak", "tensor_path", "tensor_src", "pct_of_tensor_peak",
+    "tensor_tflops_peak", "tensor_path", "tensor_src", "pct_of_tensor_peak", "pct_of_measured_peak",
     "ai_l1", "ai_l2", "ai_dram", "ai_smem",
     "tensor_pipe_pct", "fma_pipe_pct", "alu_pipe_pct", "xu_pipe_pct", "lsu_pipe_pct",
     "issue_active_pct", "inst_executed", "inst_mix", "stalls", "smem_bank_conflicts", "smem_nway",
@@ -116,9 +116,11 @@ def _shape_matches(a: dict, b: dict) -> bool:
     return True
 
 
-def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None) -> list[dict]:
+def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None,
+              ceilings: dict[str, tuple[str, pd.DataFrame]] | None = None) -> list[dict]:
     """One record per launch (SUMMARY_KEYS). ``ref_frame``: extra reports that may hold
-    the FA2 reference; launches in ``frame`` itself are also considered."""
+    the FA2 reference; launches in ``frame`` itself are also considered. ``ceilings``:
+    {GPU name: (source, measured ceilings frame)} for ``pct_of_measured_peak``."""
     roof = roofline(frame)
     pipe = pipes(frame)
     stall = stalls(frame)
@@ -163,10 +165,13 @@ def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None) -> lis
         row["tensor_path"] = first["tensor_path"]
         row["tensor_src"] = _nan_to_none(first["tensor_src"])
         row["pct_of_tensor_peak"] = 100 * first["flops_tensor"] / first["tensor_ceiling"]
+        measured, measured_from = _pct_of_measured(rec.get("gpu"), first, row["sm_clock_hz"], ceilings)
+        row["pct_of_measured_peak"] = measured
         for level, k in _LEVEL_KEYS.items():
             row[k] = r.loc[level, "ai"] if level in r.index else math.nan
         q = launches[key]
         row["provenance"] = _provenance(q, r)
+        row["provenance"]["pct_of_measured_peak"] = measured_from
         lost = recipes.missing(q["metrics"], q["results"])
         row["missing"] = lost
         row["collect_hint"] = recipes.collect_hint(lost) or None
@@ -215,6 +220,10 @@ def _provenance(q: dict, r: pd.DataFrame) -> dict:
     first = r.iloc[0]
     kind = first["flops_kind"]
     prov["tflops"] = _nan_to_none(first["flops_provenance"])
+    if prov["tflops"] is None and _nan_to_none(first["flops_kind"]) is None and any(
+            _nan_to_none(first[f"flops_{k}"]) == 0 for k in recipes.FLOP_KINDS):
+        prov["tflops"] = ("null: every floating-point counter is 0 (no FLOPs: e.g. integer tensor "
+                          "work, IMMA); such a launch has no point on a FLOP roofline")
     prov["peak_tflops"] = res[f"{kind}_ceiling"].provenance if isinstance(kind, str) else None
     for k in recipes.FLOP_KINDS:
         prov[f"{k}_tflops"] = res[f"flops_{k}"].provenance
@@ -223,6 +232,47 @@ def _provenance(q: dict, r: pd.DataFrame) -> dict:
         prov[k] = (_weakest(prov["tflops"], _nan_to_none(r.loc[level, "bytes_provenance"]))
                    if level in r.index else None)
     return prov
+
+
+def _gpu_name(name) -> str:
+    return str(name).removeprefix("NVIDIA ").strip()
+
+
+def _pct_of_measured(gpu, first, sm_clock: float, ceilings) -> tuple[float, str | None]:
+    """Tensor FLOP/s as % of the measured peak of the instruction the launch used
+    (wgmma for the hgmma path, else mma.sync of its source type) re-expressed at the
+    launch's SM clock; (NaN, None) without a ceilings file for this GPU or tensor work."""
+    if not ceilings or _gpu_name(gpu) not in ceilings:
+        return math.nan, None
+    source, meas = ceilings[_gpu_name(gpu)]
+    flops = first["flops_tensor"]
+    if not (isinstance(flops, float) and math.isfinite(flops) and flops > 0):
+        return math.nan, None
+    from .ceilings import measured_peak
+    name = ("wgmma_f16_f32" if first["tensor_path"] == "hgmma"
+            else "mma_bf16_f32" if first["tensor_src"] == "bf16" else "mma_f16_f32")
+    peak = measured_peak(meas, name, sm_clock if math.isfinite(sm_clock) else None)
+    if not math.isfinite(peak) or peak <= 0:
+        return math.nan, None
+    return 100.0 * flops / peak, f"measured: {source} ({name})"
+
+
+def find_ceilings(paths) -> dict[str, tuple[str, pd.DataFrame]]:
+    """{GPU name: (file, frame)} from ceilings.json beside the reports or one folder up
+    (reports/h200/other-shapes/x.ncu-rep -> reports/h200/ceilings.json)."""
+    from .ceilings import FILE, load
+    out: dict[str, tuple[str, pd.DataFrame]] = {}
+    for d in sorted({Path(p).resolve().parent for p in paths}):
+        for cand in (d / FILE, d.parent / FILE):
+            if cand.is_file():
+                try:
+                    meas = load(cand)
+                except Exception:  # a broken ceilings file must not cost the summary
+                    continue
+                if len(meas):
+                    out.setdefault(_gpu_name(meas["gpu"].iloc[0]), (os.path.relpath(cand), meas))
+                break
+    return out
 
 
 def _pct_of_fa2(rec: dict, duration: float, refs: list[tuple[dict, float]]):
@@ -360,6 +410,16 @@ def _clip(text: str) -> str:
     return text if len(text) <= _TABLE_TEXT_WIDTH else text[: _TABLE_TEXT_WIDTH - 3] + "..."
 
 
+_HEAD_WIDTH = 16  # column heads past this are shortened in the middle; the legend has the rest
+
+
+def _short_head(text: str) -> str:
+    if len(text) <= _HEAD_WIDTH:
+        return text
+    keep = _HEAD_WIDTH - 1
+    return text[: (keep + 1) // 2] + "…" + text[-(keep // 2):]
+
+
 def render_table(rows: list[dict]) -> str:
     """Fixed-width table: one row per field, one column per launch. With several launches,
     identity fields shared by all are printed once above the table, and rows with no value
@@ -368,8 +428,8 @@ def render_table(rows: list[dict]) -> str:
     # report names the column already; path is long and in the JSON/CSV forms.
     fields = list(dict.fromkeys(k for f in flats for k in f if k not in ("path", "report")))
     lines = []
-    heads = [f"{r['report']}#{r['launch']}" if sum(x["report"] == r["report"] for x in rows) > 1
-             else str(r["report"]) for r in rows]
+    heads = [_short_head(f"{r['report']}#{r['launch']}" if sum(x["report"] == r["report"] for x in rows) > 1
+                         else str(r["report"])) for r in rows]
     if len(flats) > 1:
         common = [k for k in _COMMON_FIELDS if k in fields
                   and len({_fmt(k, f.get(k)) for f in flats}) == 1]
@@ -386,7 +446,8 @@ def render_table(rows: list[dict]) -> str:
             lines.append("")
         fields = [k for k in fields if k not in common and k not in legend
                   and any(_nan_to_none(f.get(k)) is not None for f in flats)]
-    cells = [[_clip(_fmt_cell(k, f.get(k))) for f in flats] for k in fields]
+    cells = [[_short_head(_fmt_cell(k, f.get(k))) if len(flats) > 1 else _clip(_fmt_cell(k, f.get(k)))
+              for f in flats] for k in fields]
     w0 = max(len(k) for k in fields)
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
     lines.append("  ".join([" " * w0] + [h.rjust(w) for h, w in zip(heads, widths)]))
@@ -438,4 +499,4 @@ def summarize_paths(paths, cache: bool = True) -> list[dict]:
             # not what the user asked about.
             warnings.simplefilter("ignore")
             ref_frame = load_frame(extra, cache=cache)
-    return summarize(frame, ref_frame)
+    return summarize(frame, ref_frame, find_ceilings(paths))

@@ -3,6 +3,7 @@ equal to the analysis values, stacked segments sum to the analysis totals, no Na
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -94,7 +95,7 @@ def test_single_report_ridge_is_ceiling_over_bandwidth(roof, ident, report):
 
 def test_roofline_skips_nan_points(roof, ident):
     broken = roof.copy()
-    broken.loc[broken["level"] == "DRAM", "ai_tensor"] = math.nan
+    broken.loc[broken["level"] == "DRAM", ["ai_tensor", "ai"]] = math.nan
     ax = plots.plot_roofline(broken, ident).axes[0]
     _no_nan_lines(ax)
     assert all(len(line.get_xdata()) == 3 for line in _by_gid(ax, "series:").values())
@@ -243,3 +244,94 @@ def test_stall_lines_keep_whole_instructions(ref_source):
     texts = [t.get_text() for t in ax.get_yticklabels()]
     assert not any("\u2026" in t for t in texts)
     assert "gsb0, more" in texts[0].replace("\n", " ")
+
+
+def test_roofline_draws_the_measured_roofs_beside_the_theoretical(roof, ident):
+    """Measured roofs (make ceilings) are dotted lines at exactly the measured rate
+    re-expressed at the kernel's clock: FLOP/clk/SM x SMs x clock from ceilings.json."""
+    import json
+    from pathlib import Path
+
+    from analysis import ceilings
+    path = Path(__file__).resolve().parents[1] / "reports" / "h200" / "ceilings.json"
+    doc = json.loads(path.read_text())
+    clock = float(roof.loc[roof["report"] == "ref", "sm_clock_hz"].iloc[0])
+    measured = ceilings.measured_roofs(ceilings.load(path), clock)
+    fig = plots.plot_roofline(roof, ident, ["ref"], fp32_points=True, measured=measured)
+    ax = fig.axes[0]
+    lines = _by_gid(ax, "measured:")
+    mma = next(m for m in doc["measurements"] if m["name"] == "mma_f16_f32" and m["kind"] == "throughput")
+    y = lines["measured:tensor:mma.sync"].get_ydata()
+    assert y[0] == y[-1] == pytest.approx(mma["value"] * doc["sm_count"] * clock / TF, rel=1e-12)
+    dram = next(m for m in doc["measurements"] if m["name"] == "dram_copy")
+    x, y = (np.asarray(v, float) for v in lines["measured:bw:DRAM"].get_data())
+    assert (y[1] - y[0]) / (x[1] - x[0]) == pytest.approx(dram["per_second"] / TF, rel=1e-9)  # slope = bandwidth
+    # no wgmma roof on a mma.sync kernel's chart, and every measured roof is in a legend
+    assert "measured:tensor:wgmma" not in lines
+    texts = [t.get_text() for leg in fig.legends + [a.get_legend() for a in fig.axes if a.get_legend()]
+             for t in leg.get_texts()] + [t.get_text() for a in fig.axes for c in a.artists
+                                          if hasattr(c, "get_texts") for t in c.get_texts()]
+    assert any(t.startswith("mma.sync fp16") for t in texts) and any(t.startswith("DRAM") for t in texts)
+    _no_nan_lines(ax)
+
+
+KINDS_DIR = Path(__file__).resolve().parent / "data" / "kinds"
+DGEMM = Path(__file__).resolve().parents[1] / "reports" / "h200" / "other-kinds" / "dgemm_fp64.ncu-rep"
+
+
+def test_each_flop_kind_lands_on_its_own_roof():
+    """HFMA2, DFMA, FFMA, bf16 wgmma and DMMA kernels (real H200 reports): each launch's
+    filled points sit at its own kind's FLOP/s (raw counters, Nsight Compute's formulas,
+    recomputed here) under that kind's roof, which is drawn at the report's own peak."""
+    import warnings
+
+    from analysis.parse import load_frame
+    from conftest import raw_metrics
+    paths = [KINDS_DIR / f"h200_{n}.ncu-rep" for n in ("hfma2_full", "dfma_full", "ffma_rooflineset")] + [DGEMM]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        frame = load_frame(paths)
+    r = roofline(frame)
+    fig = plots.plot_roofline(r, launch_identity(frame), fp32_points=True)
+    ax = fig.axes[0]
+    roofs = _by_gid(ax, "ceiling:")
+    assert {"ceiling:fp16", "ceiling:fp64", "ceiling:fp32", "ceiling:tensor:dmma"} <= set(roofs)
+    assert "ceiling:tensor:mma.sync" not in roofs  # no launch here is an mma.sync kernel
+    sm = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum.per_cycle_elapsed"
+    want = {}
+    raw = raw_metrics(paths[0])  # HFMA2: 2 lanes x (mul + add) per thread instruction
+    want["h200_hfma2_full"] = (2 * raw[sm.format("hadd")] + 2 * raw[sm.format("hmul")] + 4 * raw[sm.format("hfma")]) \
+        * raw["smsp__cycles_elapsed.avg.per_second"]
+    raw = raw_metrics(paths[1])
+    want["h200_dfma_full"] = (raw[sm.format("dadd")] + raw[sm.format("dmul")] + 2 * raw[sm.format("dfma")]) \
+        * raw["smsp__cycles_elapsed.avg.per_second"]
+    raw = raw_metrics(paths[3])
+    want["dgemm_fp64"] = raw["sm__ops_path_tensor_src_fp64.sum.per_cycle_elapsed"] * raw["sm__cycles_elapsed.avg.per_second"]
+    series = {ln.get_gid().split(":", 1)[1].split("#")[0]: ln for ln in ax.lines
+              if (ln.get_gid() or "").startswith("series:")}
+    for report, flops in want.items():
+        y = series[report].get_ydata()
+        assert y[0] == pytest.approx(flops / TF, rel=0.01), report
+    assert series["h200_hfma2_full"].get_ydata()[0] < roofs["ceiling:fp16"].get_ydata()[0]
+    assert series["h200_dfma_full"].get_ydata()[0] < roofs["ceiling:fp64"].get_ydata()[0]
+    assert series["dgemm_fp64"].get_ydata()[0] < roofs["ceiling:tensor:dmma"].get_ydata()[0]
+    # no hollow FP32 series for launches whose own kind is not tensor
+    assert not any((ln.get_gid() or "").startswith("series-fp32:h200_hfma2") for ln in ax.lines)
+    _no_nan_lines(ax)
+
+
+def test_estimated_points_are_marked(roof, ident):
+    """A launch whose FLOP rate comes from an estimate (recipes: 'estimated:...') gets a
+    cross over each of its points and a legend entry; exact launches get none."""
+    r = roof.copy()
+    r.loc[r["report"] == "cudnn", "flops_provenance"] = "estimated:tensor pipe active cycles x peak"
+    fig = plots.plot_roofline(r, ident, fp32_points=True)
+    ax = fig.axes[0]
+    est = {ln.get_gid(): ln for ln in ax.lines if (ln.get_gid() or "").startswith("estimated:")}
+    assert list(est) == ["estimated:cudnn#0"]
+    pts = r[(r["report"] == "cudnn")].dropna(subset=["ai", "flops"])
+    assert sorted(est["estimated:cudnn#0"].get_xdata()) == pytest.approx(sorted(pts["ai"]))
+    texts = [t.get_text() for a in fig.axes for leg in [a.get_legend()] if leg for t in leg.get_texts()]
+    assert "FLOP/s estimated" in texts
+    exact = plots.plot_roofline(roof, ident).axes[0]
+    assert not [ln for ln in exact.lines if (ln.get_gid() or "").startswith("estimated:")]

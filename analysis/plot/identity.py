@@ -87,11 +87,13 @@ def launches(frame: pd.DataFrame) -> pd.DataFrame:
     if "kernel" not in u.columns:
         u["kernel"] = None
     u["key"] = [kernel_key(r, v) for r, v in zip(u["report"], u.get("variant", [None] * len(u)))]
+    # profiled by flashprof (a sidecar names the target), e.g. a user's TARGET=file.py:fn
+    u["profiled"] = [kernel_key("", v) != "" for v in u.get("variant", [None] * len(u))]
     multi = u["report"].duplicated(keep=False)
     tags = labels.report_tags(u.loc[~u["key"].map(is_series), "report"])
     u["tag"] = [kernel_label(k, short=True) if is_series(k) else tags[r] for r, k in zip(u["report"], u["key"])]
-    u["label"] = [(kernel_label(k) if is_series(k) else t) + (f" #{n}" if m else "")
-                  for k, t, n, m in zip(u["key"], u["tag"], u["launch"], multi)]
+    u["label"] = [(kernel_label(k) if is_series(k) or own else t) + (f" #{n}" if m else "")
+                  for k, t, n, m, own in zip(u["key"], u["tag"], u["launch"], multi, u["profiled"])]
     u["short"] = [t + (f"#{n}" if m else "") for t, n, m in zip(u["tag"], u["launch"], multi)]
     u["sid"] = [f"{r}#{n}" for r, n in zip(u["report"], u["launch"])]
     u["_rank"] = [kernel_rank(k) for k in u["key"]]

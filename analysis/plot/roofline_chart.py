@@ -18,7 +18,8 @@ from .style import DPI, new_fig as _new_fig
 _renderer = labels.renderer
 
 CONVENTION_NOTE = ("Convention: Nsight Compute hierarchical roofline definitions (L1, L2, DRAM as in "
-                   "its SpeedOfLight_HierarchicalTensorRooflineChart; tensor FLOPs on both axes). "
+                   "its SpeedOfLight_Hierarchical*RooflineChart sections; each launch on its own FLOP "
+                   "kind's chart, tensor for kernels 1-7, that kind's FLOPs on both axes). "
                    "Shared memory (128 B x smem wavefronts) is a flashprof level, not part of "
                    "Nsight Compute's chart.")
 
@@ -29,17 +30,31 @@ _LEVEL_LINESTYLES = {"L1": "-", "L2": "-", "DRAM": "-", "shared memory": ":"}
 
 def _roof_ceilings(roof: pd.DataFrame) -> dict:
     """Roofs to draw: for each kind, the highest value among the selected launches (SM
-    clocks differ between launches; the highest roof keeps every point under it)."""
+    clocks differ between launches; the highest roof keeps every point under it). Tensor
+    roofs come from launches whose FLOP kind is tensor (a report without FLOP kinds: all),
+    the FP16 and FP64 roofs only where a launch is of that kind; FP32 is always drawn."""
     out = {}
-    mma = roof[roof["tensor_path"].isin(["hmma", "tensor"])]["tensor_ceiling"].dropna()
+    kind = roof["flops_kind"] if "flops_kind" in roof.columns else pd.Series(index=roof.index, dtype=object)
+    tensor = roof[(kind == "tensor") | kind.isna()] if (kind == "tensor").any() else roof[kind.isna()]
+    src = tensor["tensor_src"] if "tensor_src" in tensor.columns else pd.Series(index=tensor.index, dtype=object)
+    mma = tensor[tensor["tensor_path"].isin(["hmma", "tensor"]) & (src != "fp64")]["tensor_ceiling"].dropna()
     if len(mma):
         out["tensor:mma.sync"] = float(mma.max())
-    wg = roof[roof["tensor_path"] == "hgmma"]["tensor_ceiling"].dropna()
+    wg = tensor[tensor["tensor_path"] == "hgmma"]["tensor_ceiling"].dropna()
     if len(wg):
         out["tensor:wgmma"] = float(wg.max())
+    dmma = tensor[src == "fp64"]["tensor_ceiling"].dropna()
+    if len(dmma):
+        out["tensor:dmma"] = float(dmma.max())
     fp = roof["fp32_ceiling"].dropna()
     if len(fp):
         out["fp32"] = float(fp.max())
+    for k in ("fp16", "fp64"):
+        col = f"{k}_ceiling"
+        if col in roof.columns and (kind == k).any():
+            v = roof.loc[kind == k, col].dropna()
+            if len(v):
+                out[k] = float(v.max())
     for level in LEVEL_MARKERS:
         bw = roof[roof["level"] == level]["bw_ceiling"].dropna()
         if len(bw) and bw.max() > 0:
@@ -48,10 +63,27 @@ def _roof_ceilings(roof: pd.DataFrame) -> dict:
 
 
 def _series_points(sel: pd.DataFrame, rec: dict, fp32: bool = False) -> list[tuple[str, float, float]]:
+    """(level, intensity, FLOP/s) of one launch: on its own FLOP kind's chart (tensor for
+    kernels 1-7; FP32/FP16/FP64 for such kernels), or its FP32 FLOPs (``fp32``; none when
+    FP32 already is its kind)."""
     s = sel[(sel["report"] == rec["report"]) & (sel["launch"] == rec["launch"])
             & (sel["range_idx"] == rec["range_idx"])].sort_values("level")
-    ai, fl = ("ai_fp32", "flops_fp32") if fp32 else ("ai_tensor", "flops_tensor")
+    own = "flops" in s.columns and s["flops"].notna().any()
+    if fp32:  # hollow FP32 points beside a tensor kernel's (softmax work); other kinds: none
+        if own and s["flops_kind"].notna().any() and not (s["flops_kind"] == "tensor").any():
+            return []
+        ai, fl = "ai_fp32", "flops_fp32"
+    else:
+        ai, fl = ("ai", "flops") if own else ("ai_tensor", "flops_tensor")
     return [(lv, a, f) for lv, a, f in zip(s["level"].astype(str), s[ai], s[fl]) if _finite(a, f)]
+
+
+def _estimated(sel: pd.DataFrame, rec: dict) -> bool:
+    """The launch's FLOP rate comes from a labelled estimate, not a counter."""
+    if "flops_provenance" not in sel.columns:
+        return False
+    s = sel[(sel["report"] == rec["report"]) & (sel["launch"] == rec["launch"])]
+    return s["flops_provenance"].astype(str).str.startswith("estimated").any()
 
 
 def _draw_series(ax, sel: pd.DataFrame, L: pd.DataFrame, *, fp32_points: bool, prefix: str = "", ms: float = 7) -> None:
@@ -68,6 +100,9 @@ def _draw_series(ax, sel: pd.DataFrame, L: pd.DataFrame, *, fp32_points: bool, p
                 ax.plot([a], [f / TF], marker=LEVEL_MARKERS.get(lv, "o"), ms=ms, color=color,
                         mec="white" if lv != "shared memory" else color, mew=0.8,
                         mfc=color if lv != "shared memory" else "white", ls="none", zorder=5)
+            if _estimated(sel, rec):  # a cross over every point whose FLOP rate is an estimate
+                ax.plot([p[1] for p in pts], [p[2] / TF for p in pts], marker="x", ms=ms + 2, mew=1.4,
+                        color="black", ls="none", zorder=6, gid=f"{prefix}estimated:{rec['sid']}")
         if fp32_points:
             fpts = _series_points(sel, rec, fp32=True)
             if fpts:
@@ -123,18 +158,23 @@ ROOF_FULL_NAMES = 6
 
 
 def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, title: str | None = None,
-                  fp32_points: bool = False, zoom: bool | None = None) -> Figure:
+                  fp32_points: bool = False, zoom: bool | None = None,
+                  measured: pd.DataFrame | None = None) -> Figure:
     """Hierarchical roofline (log-log, TFLOP/s vs FLOP/byte) of the selected reports.
 
     Each launch is one series: its L1, L2, DRAM and shared-memory points (same FLOP/s,
     different intensity) joined by a line in the kernel's colour. ``fp32_points`` adds
     the FP32 FLOP/s points (hollow) of the same launches. ``zoom`` (default: when three or
     more series lie within a factor 1.4 of each other) adds a panel with a linear
-    FLOP/s axis around that crowd, each series labelled, so near-equal kernels separate."""
+    FLOP/s axis around that crowd, each series labelled, so near-equal kernels separate.
+    ``measured``: the measured roofs (``analysis.ceilings.measured_roofs``, at the launches'
+    clock), drawn dotted beside the theoretical ones and listed with their values."""
     sel = roof if reports is None else roof[roof["report"].isin(list(reports))]
     ceil = _roof_ceilings(sel)
     L = launches(sel)
-    foreign = not L["key"].map(is_series).all()
+    # the series' look (zoom, step names) also when a user target profiled by flashprof
+    # (TARGET=...) sits beside kernels 1-7; anyone else's reports get the generic look
+    foreign = not (L["key"].map(is_series) | L["profiled"]).all()
     # the zoom panel names every series: for the flashprof series, not for many launches
     crowd = _cluster(L, sel) if (zoom is None and not foreign) or zoom else []
     zoom = bool(crowd) if zoom is None else bool(zoom and crowd)
@@ -153,12 +193,11 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
 
     # ---- data range -> limits (fixed before drawing so label angles are right)
     xs, ys = [], []
-    for rec in sel.to_dict("records"):
-        if _finite(rec["ai_tensor"], rec["flops_tensor"]):
-            xs.append(rec["ai_tensor"]); ys.append(rec["flops_tensor"])
-        if fp32_points and _finite(rec["ai_fp32"], rec["flops_fp32"]):
-            xs.append(rec["ai_fp32"]); ys.append(rec["flops_fp32"])
-    top = max([v for k, v in ceil.items() if k.startswith(("tensor", "fp32"))] or [max(ys or [1e12])])
+    for rec in L.to_dict("records"):
+        for pts in (_series_points(sel, rec), _series_points(sel, rec, fp32=True) if fp32_points else []):
+            xs += [p[1] for p in pts]
+            ys += [p[2] for p in pts]
+    top = max([v for k, v in ceil.items() if k.startswith(("tensor", "fp"))] or [max(ys or [1e12])])
     bws = {k[3:]: v for k, v in ceil.items() if k.startswith("bw:")}
     ridges = [top / v for v in bws.values()]
     y_hi = top * 2.2
@@ -198,9 +237,13 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
 
     # ---- compute roofs: horizontal, from the ridge with the fastest level to the right
     fastest = max(bws.values()) if bws else None
-    tensor_roofs = [k for k in ("tensor:wgmma", "tensor:mma.sync") if k in ceil]
-    roof_style = {"tensor:mma.sync": ("#333333", "-", "tensor, mma.sync" if foreign else "tensor, mma.sync (kernels 1-7, FA2)"),
-                  "tensor:wgmma": (kernel_color("cudnn"), "--", "tensor, wgmma" if foreign else "tensor, wgmma (cuDNN only)"),
+    tensor_roofs = [k for k in ("tensor:wgmma", "tensor:mma.sync", "tensor:dmma") if k in ceil]
+    users = _path_users(sel, L)
+    roof_style = {"tensor:mma.sync": ("#333333", "-", "tensor, mma.sync" + ("" if foreign else users.get("mma", ""))),
+                  "tensor:wgmma": (kernel_color("cudnn"), "--", "tensor, wgmma" + ("" if foreign else users.get("wgmma", ""))),
+                  "tensor:dmma": ("#6a3d9a", "-", "tensor, DMMA (FP64)"),
+                  "fp16": ("#1b7837", "--", "FP16 (HFMA2)"),
+                  "fp64": ("#8c510a", ":", "FP64 (DFMA)"),
                   "fp32": ("#555555", "-.", "FP32 (FFMA)")}
     roof_drawn = []
     for kind, (color, ls, name) in roof_style.items():
@@ -312,9 +355,11 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
                 bbox={"boxstyle": f"square,pad={pad / (fs * DPI / 72):.2f}", "fc": "white", "ec": "none"})
         obst.rrect_px(c, u, W, H)
 
+    measured_handles = _draw_measured(ax, measured, ceil, x_lo, x_hi)
+
     # ---- one series per launch
     _draw_series(ax, sel, L, fp32_points=fp32_points)
-    ax.set_xlabel("arithmetic intensity (FLOP / byte at that level; filled: tensor, hollow: FP32)" if foreign
+    ax.set_xlabel("arithmetic intensity (FLOP of the launch's own kind / byte at that level; hollow: FP32)" if foreign
                   else "arithmetic intensity (tensor FLOP / byte at that level)")
     ax.set_ylabel("performance (TFLOP/s)")
     ax.grid(True, which="major", color="#e0e0e0", lw=0.6)
@@ -338,8 +383,15 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
                  ms=6, label=LEVEL_LABELS[lv]) for lv, m in LEVEL_MARKERS.items()]
     if fp32_points:
         lh.append(Line2D([], [], ls="--", marker="o", mfc="white", color="#555555", label="FP32 FLOP/s (hollow)"))
-    lax.legend(handles=lh, title="memory level", loc="lower left", bbox_to_anchor=(1.03, 0.0),
-               fontsize=8, title_fontsize=8.5, frameon=False)
+    if any(_estimated(sel, rec) for rec in L.to_dict("records")):
+        lh.append(Line2D([], [], ls="none", marker="x", mew=1.4, color="black", label="FLOP/s estimated"))
+    leg2 = lax.legend(handles=lh, title="memory level", loc="lower left", bbox_to_anchor=(1.03, 0.0),
+                      fontsize=8, title_fontsize=8.5, frameon=False)
+    if measured_handles:
+        lax.add_artist(leg2)
+        clock = float(measured["sm_clock_hz"].iloc[0]) / 1e9
+        lax.legend(handles=measured_handles, title=f"measured roofs, dotted\n(make ceilings; % of theor.; {clock:.2f} GHz)",
+                   loc="center left", bbox_to_anchor=(1.03, 0.42), fontsize=7.5, title_fontsize=8, frameon=False)
 
     x_text = 0.055 if zx is not None else 0.07
     fig.suptitle(title or "Hierarchical roofline", x=x_text, ha="left", fontsize=12, fontweight="bold", y=0.975)
@@ -352,6 +404,57 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
     if foreign and L["report"].nunique() > ROOF_FULL_NAMES:  # the legend shows tags: say what they stand for
         labels.add_name_table(fig, labels.name_table(L, ident), x=x_text)
     return fig
+
+
+def _path_users(sel: pd.DataFrame, L: pd.DataFrame) -> dict[str, str]:
+    """{'mma': ' (K1-K7, FA2)', 'wgmma': ' (cuDNN, triton…)'}: who runs on each tensor path."""
+    short = dict(zip(L["report"], L["short"]))
+    out = {}
+    for roof, paths in (("mma", ("hmma", "tensor")), ("wgmma", ("hgmma",))):
+        names = list(dict.fromkeys(short[r] for r in sel.loc[sel["tensor_path"].isin(paths), "report"] if r in short))
+        ks = [n for n in names if n.startswith("K") and n[1:].isdigit()]
+        rest = [n for n in names if n not in ks]
+        if len(ks) > 2:
+            ks = [f"{ks[0]}-{ks[-1]}"]
+        if ks or rest:
+            out[roof] = " (" + ", ".join(ks + rest) + ")"
+    return out
+
+
+MEASURED_COLOR = "#b2182b"
+# measured roof -> the theoretical roof it sits beside (compute) or the level it bounds (bandwidth)
+_MEASURED_COMPUTE = {"mma.sync fp16": "tensor:mma.sync", "wgmma fp16": "tensor:wgmma", "FFMA": "fp32"}
+_MEASURED_BW = {"shared memory": "shared memory", "L2": "L2", "DRAM": "DRAM"}
+
+
+def _draw_measured(ax, measured: pd.DataFrame | None, ceil: dict, x_lo: float, x_hi: float) -> list:
+    """Dotted measured roofs (compute: horizontal beside the theoretical roof of the same
+    kind; bandwidth: slope up to the measured mma.sync roof); returns legend handles."""
+    if measured is None or not len(measured):
+        return []
+    TF = 1e12
+    m = dict(zip(measured["roof"], measured["per_second"]))
+    pct = dict(zip(measured["roof"], measured["pct_of_theoretical"]))
+    handles, drawn = [], []
+    for roof, kind in _MEASURED_COMPUTE.items():
+        if roof not in m or kind not in ceil:
+            continue
+        v = m[roof]
+        drawn.append(v)
+        ax.plot([x_lo, x_hi], [v / TF, v / TF], color=MEASURED_COLOR, ls=":", lw=1.6, gid=f"measured:{kind}", zorder=2)
+        handles.append(Line2D([], [], color=MEASURED_COLOR, ls=":", lw=1.6,
+                              label=f"{roof} {v / TF:.0f} TFLOP/s ({pct[roof]:.0f} %)"))
+    top = max(drawn) if drawn else math.nan  # slopes end at the highest measured roof drawn
+    for roof, level in _MEASURED_BW.items():
+        if roof not in m or f"bw:{level}" not in ceil or not math.isfinite(top):
+            continue
+        bw = m[roof]
+        ax.plot([x_lo, top / bw], [bw * x_lo / TF, top / TF], color=MEASURED_COLOR, ls=":", lw=1.3,
+                gid=f"measured:bw:{level}", zorder=2)
+        p = pct[roof]
+        handles.append(Line2D([], [], color=MEASURED_COLOR, ls=":", lw=1.3,
+                              label=f"{roof} {bw / 1e12:.3g} TB/s" + (f" ({p:.0f} %)" if p == p else "")))
+    return handles
 
 
 def _zoom_window(sel: pd.DataFrame, crowd: pd.DataFrame) -> tuple[float, float, float, float]:
@@ -394,7 +497,7 @@ def _draw_zoom(ax, zx, sel: pd.DataFrame, crowd: pd.DataFrame) -> None:
         if not moved:
             break
     for (fy, fx, rec), py in zip(ends, pos):
-        zx.annotate(f"{kernel_label(rec['key'], short=True)} {fy:.0f}", xy=(fx, fy), xytext=(fx * 1.9, py),
+        zx.annotate(f"{rec['short']} {fy:.0f}", xy=(fx, fy), xytext=(fx * 1.9, py),
                     fontsize=7.5, color=kernel_color(rec["key"]), va="center", fontweight="bold",
                     arrowprops={"arrowstyle": "-", "color": "#aaaaaa", "lw": 0.6})
     zx.set_xlabel("arithmetic intensity (FLOP/byte, log)")
