@@ -189,9 +189,10 @@ def _foreign_roof(full_frame, n_reports: int, blank: int | None = None):
     parts, ids = [], []
     for i in range(n_reports):
         name = f"someone__a_long_project_name_{i}__profile"
-        r = roof0.assign(report=name, variant=None, flops_tensor=roof0["flops_tensor"] * (1 + i / 10))
+        r = roof0.assign(report=name, variant=None, flops_tensor=roof0["flops_tensor"] * (1 + i / 10),
+                         flops=roof0["flops"] * (1 + i / 10))  # the chart plots each launch's own kind
         if i == blank:
-            r = r.assign(flops_tensor=np.nan, flops_fp32=np.nan)
+            r = r.assign(flops_tensor=np.nan, flops_fp32=np.nan, flops=np.nan)
         parts.append(r)
         ids.append(id0.assign(report=name, variant=None))
     return pd.concat(parts, ignore_index=True), pd.concat(ids, ignore_index=True)
