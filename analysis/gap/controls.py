@@ -171,31 +171,55 @@ def main_loop(insts: list[Inst], marker: str = "HMMA") -> tuple[int, int]:
 
 def first_consumer_waits(insts: list[Inst]) -> list[tuple[Inst, Inst, bool]]:
     """For every instruction with a write barrier, the next instruction (straight-line,
-    within 64 instructions) that reads one of its destination registers, and whether that
-    reader (or an instruction between them) waits on the producer's barrier. The
-    compiler's dependency tracking says it always must."""
+    within 64 instructions, stopping at a branch or a rewrite of the register) that reads
+    one of its destination registers, and whether that reader or an instruction between
+    them waits on the producer's barrier. The compiler's dependency tracking says it must."""
     out = []
     for k, p in enumerate(insts):
         wb = p.ctrl.write_barrier
-        d = p.dests()
+        d = set(dest_registers(p))
         if wb is None or not d:
             continue
         covered = False
         for q in insts[k + 1:k + 65]:
             if wb in q.ctrl.waits_on:
                 covered = True
-            if set(d) & set(_wide(q.sources())):
+            reads = set(source_registers(q))
+            if d & reads:
                 out.append((p, q, covered))
                 break
-            if q.ctrl.write_barrier == wb or set(d) & set(q.dests()) or q.base in ("BRA", "EXIT"):
+            if d & set(dest_registers(q)) or q.base in ("BRA", "EXIT"):
                 break
     return out
 
 
-def _wide(regs: tuple[str, ...]) -> tuple[str, ...]:
-    """Registers plus the next three of each (64/128-bit operands read R(n)..R(n+3))."""
+_WIDTH = {".64": 2, ".128": 4, ".X2": 2, ".X4": 4, ".U64": 2}
+
+
+def dest_registers(i: Inst) -> tuple[str, ...]:
+    """Every 32-bit register the instruction writes: LDSM.x4 / LDS.128 write four,
+    .64 / .x2 two (from the opcode's width modifier), HMMA.16816.F32 four."""
+    d = i.dests()
+    if not d:
+        return ()
+    n = 1
+    for mod, w in _WIDTH.items():
+        if mod in i.op.upper():
+            n = max(n, w)
+    if i.base == "HMMA":
+        n = 4 if i.op.endswith("F32") else 2
+    base = int(d[0][1:])
+    return tuple(f"R{base + j}" for j in range(n))
+
+
+def source_registers(i: Inst) -> tuple[str, ...]:
+    """Every 32-bit register the instruction reads; HMMA.16816 reads A as four registers,
+    B as two and C as four (F32) or two (F16) -- the mma.sync fragment sizes."""
+    srcs = i.sources()
+    if i.base != "HMMA" or len(srcs) < 2:
+        return srcs
+    widths = (4, 2, 4 if i.op.endswith("F32") else 2)
     out = []
-    for r in regs:
-        n = int(r[1:])
-        out += [f"R{n + j}" for j in range(4)]
+    for r, w in zip(srcs, widths):
+        out += [f"R{int(r[1:]) + j}" for j in range(w)]
     return tuple(out)
