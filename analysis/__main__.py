@@ -60,6 +60,8 @@ def _build_parser() -> _Parser:
     g.add_argument("reports", nargs="*", help="reports or directories (default: reports/*/*.ncu-rep)")
     g.add_argument("--sass", help="static opcode CSV (default: reports/sass/opcodes.csv)")
     g.add_argument("--bench", action="append", help="bench CSV with measured %% of FA2 (repeatable)")
+    g.add_argument("--model", choices=("pipes", "issue"), default="pipes",
+                   help="pipes: the pipe-time bound (default); issue: the SASS issue model (issue 13)")
     for p in (s, c):
         p.add_argument("--format", choices=FORMATS, default="table")
     g.add_argument("--format", choices=("table", "json"), default="table")
@@ -74,6 +76,11 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 
 def _run(ns: argparse.Namespace) -> str:
     cache = not ns.no_cache
+    if ns.command == "gap" and ns.model == "issue":
+        from .gap.issue_report import gap_issue_paths
+        from .gap.issue_report import render as render_issue
+        recs = gap_issue_paths(_expand(ns.reports), cache=cache)
+        return render_json(recs) if ns.format == "json" else render_issue(recs)
     if ns.command == "gap":
         table, errors = gap_paths(_expand(ns.reports), ns.sass, ns.bench, cache=cache)
         if ns.format == "json":

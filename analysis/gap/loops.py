@@ -57,7 +57,7 @@ def _header(text: str) -> dict:
 
 
 def fa2_loop(arch: str) -> LoopCode:
-    path = FA2_DIR / f"fa2_{arch}.sass"
+    path = FA2_DIR / f"fa2_{arch.replace('_', '')}.sass"
     if not path.is_file():
         raise SassError(f"{path.relative_to(REPO)}: no FA2 SASS for {arch}")
     text = path.read_text()

@@ -87,7 +87,7 @@ class _Warp:
     bar_key: tuple = ()
 
 
-def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterations: int = 6,
+def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterations: int = 8,
              conflict: float = 1.0) -> dict:
     """Steady-state cycles per loop iteration of ``ctas`` CTAs on one SM (iterations 2..N)."""
     if not body or ctas < 1:
@@ -108,6 +108,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     finish = {}
     stalls: Counter = Counter()
     t = 0
+    progressed, hist = 0, []
     limit = iterations * n * len(warps) * 40 + 10000
     while len(finish) < len(warps) * (iterations + 1) and t < limit:
         for sp in range(SUBPARTITIONS):
@@ -167,13 +168,22 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                 w.ready = t + max(1, c.stall)
                 _advance(w, n, finish, t)
                 last[sp] = w
+                progressed += 1
                 issued = True
                 break
             stalls["issued" if issued else reason] += 1
+        hist.append(progressed)
         t += 1
     done_it = {k: max(v for (wid, it), v in finish.items() if it == k) for k in range(1, iterations + 1)}
-    lo = 2
-    per_iter = (done_it[iterations] - done_it[lo]) / (iterations - lo)
+    # Steady state over the window in which every warp is past its first iteration and
+    # none has finished: the SM's instruction throughput there, per full loop pass of all
+    # resident warps (CTAs drift apart, so per-warp finish times alone would mislead).
+    t_a = done_it[1]
+    t_b = min(v for (wid, it), v in finish.items() if it == iterations)
+    if t_b <= t_a:
+        t_a, t_b = 0, done_it[iterations]
+    insts = hist[min(t_b, len(hist) - 1)] - hist[min(t_a, len(hist) - 1)]
+    per_iter = len(warps) * n * (t_b - t_a) / insts if insts else float("nan")
     total = sum(stalls.values())
     return {"cycles_per_iter": per_iter, "slots": {k: v / total for k, v in stalls.items()},
             "simulated_cycles": t}

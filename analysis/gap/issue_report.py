@@ -1,0 +1,242 @@
+"""Predicted % of FA2 per GPU and kernel from the issue model, checked against the
+published A100 / RTX 3090 numbers and the measured H200 reports; a sensitivity table.
+
+Whole-kernel time, in SM cycles, for the benchmark shape (B16 H16 S4096 d128 fp16):
+    CTAs = B*H*S/B_r; CTAs per SM from occupancy (ptxas registers, shared memory, warps);
+    waves = ceil(CTAs / (SMs * CTAs per SM));
+    per wave = trips * loop cycles (simulated, all resident CTAs together, trips = S/B_c)
+               + tail, tail = loop cycles * (non-loop instructions / loop instructions);
+    T = waves * per wave.  % of FA2 = 100 * T(FA2) / T(kernel), same GPU and clock.
+The bank-conflict factor of shared-memory wavefronts (kernel 1 is unswizzled) comes from
+the H200 reports of the same source code: wavefronts / (wavefronts - bank conflicts).
+Nothing is fitted: ``fitted_parameters`` is always empty.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from .constants import FLOP_PER_HMMA, SENSITIVE, Machine, machine, occupancy
+from .controls import SassError
+from .loops import LoopCode, fa2_loop, kernel_loop
+from .scheduler import simulate
+from .throughput import REF, load_published
+
+SHAPE = {"batch": 16, "heads": 16, "seq": 4096}
+GPUS = {"a100_80gb": "sm_80", "rtx3090": "sm_86", "h200_sxm": "sm_90"}
+PUBLISHED_KEY = {"a100_80gb": "a100", "rtx3090": "rtx3090"}
+CONFLICT_LD = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"
+WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
+
+
+def kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0) -> dict:
+    occ = occupancy(m, code.registers, code.smem_bytes, code.warps)
+    if occ["ctas"] < 1:
+        raise SassError(f"{code.target} on {m.gpu_key}: does not fit on an SM ({occ})")
+    sim = simulate(list(code.body), m, occ["ctas"], code.warps, conflict=conflict)
+    loop = sim["cycles_per_iter"]
+    ctas = SHAPE["batch"] * SHAPE["heads"] * SHAPE["seq"] // code.B_r
+    waves = math.ceil(ctas / (m.sm_count * occ["ctas"]))
+    # Trips from the loop's own HMMA count (a compiler may split or unroll the KV loop):
+    # the CTA's FLOP (4 B_r S d) over the FLOP one pass of the body does (HMMA x 4096 x warps).
+    hmma = sum(1 for i in code.body if i.base == "HMMA")
+    trips = 4.0 * code.B_r * SHAPE["seq"] * 128 / (hmma * FLOP_PER_HMMA * code.warps)
+    tail = loop * (code.total_insts - len(code.body)) / len(code.body)
+    cycles = waves * (trips * loop + tail)
+    flop = 4.0 * SHAPE["batch"] * SHAPE["heads"] * SHAPE["seq"] ** 2 * 128
+    slots = sim["slots"]
+    limit = max((k for k in slots if k != "issued"), key=slots.get, default="-")
+    return {"pred_cycles": cycles, "loop_cycles": loop, "ctas_per_sm": occ["ctas"],
+            "occupancy_limit": occ["limit"], "waves": waves, "tail_cycles": tail,
+            "tflops": flop / (cycles / (m.clock_mhz * 1e6)) / 1e12,
+            "tensor_active_pct": 100 * flop / m.sm_count / (4096 * 4 / m.hmma_interval) / cycles
+            / (4096 / 4096), "issue_pct": 100 * slots.get("issued", 0.0),
+            "limiting": limit, "slots": slots}
+
+
+def _explain(r: dict, m: Machine) -> str:
+    s = r["slots"]
+    top = sorted(((v, k) for k, v in s.items() if k != "issued"), reverse=True)[:2]
+    return (f"{r['ctas_per_sm']} CTA/SM ({r['occupancy_limit']}); issue slots: "
+            f"{100 * s.get('issued', 0):.0f} % issuing, "
+            + ", ".join(f"{100 * v:.0f} % {k}" for v, k in top)
+            + f"; HMMA every {m.hmma_interval:.0f} cycles per sub-partition")
+
+
+def codes_for(gpu_key: str, slugs: dict[str, str]) -> dict[str, LoopCode]:
+    arch = GPUS[gpu_key]
+    out = {}
+    for t, slug in slugs.items():
+        out[t] = kernel_loop(t, arch, slug)
+    try:
+        out[REF] = fa2_loop(arch)
+    except SassError:
+        pass
+    return out
+
+
+def predict(gpu_key: str, slugs: dict[str, str], conflicts: dict[str, float],
+            m: Machine | None = None) -> dict[str, dict]:
+    m = m or machine(gpu_key)
+    return {t: kernel_time(code, m, conflicts.get(t, 1.0)) for t, code in codes_for(gpu_key, slugs).items()}
+
+
+def rows(slugs_by_gpu: dict[str, dict[str, str]], conflicts: dict[str, float],
+         h200_measured: dict[str, dict] | None = None) -> list[dict]:
+    """JSON rows (kind row) for every GPU x target with a prediction."""
+    pub = load_published()["gpus"]
+    out = []
+    for key, slugs in slugs_by_gpu.items():
+        m = machine(key)
+        pred = predict(key, slugs, conflicts, m)
+        ref = pred.get(REF)
+        for t, r in pred.items():
+            pct = 100 * ref["pred_cycles"] / r["pred_cycles"] if ref else math.nan
+            obs, src = math.nan, None
+            if key in PUBLISHED_KEY and t != REF:
+                obs = pub[PUBLISHED_KEY[key]]["pct_of_fa2"][t]["seq_4096"]
+                src = "published"
+            meas = (h200_measured or {}).get(t) if key == "h200_sxm" else None
+            out.append({
+                "kind": "row", "gpu_key": key, "target": t, "arch": GPUS[key], "clock_mhz": m.clock_mhz,
+                "pred_pct": pct, "observed_pct": obs, "observed_source": src,
+                "error_pp": pct - obs if not (math.isnan(pct) or math.isnan(obs)) else math.nan,
+                "pred_tflops": r["tflops"], "pred_cycles": r["pred_cycles"],
+                "measured_cycles": meas["cycles"] if meas else math.nan,
+                "cycles_error_pct": 100 * (r["pred_cycles"] / meas["cycles"] - 1) if meas else math.nan,
+                "measured_tensor_active_pct": meas["tensor_pct"] if meas else math.nan,
+                "pred_tensor_active_pct": r["tensor_active_pct"],
+                "limiting_resource": r["limiting"], "explanation": _explain(r, m),
+                "loop_cycles": r["loop_cycles"], "ctas_per_sm": r["ctas_per_sm"],
+                "fitted_parameters": [],
+            })
+    return out
+
+
+def summaries(recs: list[dict]) -> list[dict]:
+    out = []
+    for key in dict.fromkeys(r["gpu_key"] for r in recs):
+        err = [r["error_pp"] for r in recs if r["gpu_key"] == key and not math.isnan(r["error_pp"])]
+        cyc = [r["cycles_error_pct"] for r in recs if r["gpu_key"] == key and not math.isnan(r["cycles_error_pct"])]
+        k7 = [r for r in recs if r["gpu_key"] == key and r["target"] == "7"]
+        out.append({"kind": "summary", "gpu_key": key, "n": len(err),
+                    "mae_pp": sum(map(abs, err)) / len(err) if err else math.nan,
+                    "cycles_mape_pct": sum(map(abs, cyc)) / len(cyc) if cyc else math.nan,
+                    "k7_error_pp": k7[0]["error_pp"] if k7 else math.nan, "fitted_parameters": []})
+    return out
+
+
+def sensitivity(slugs_by_gpu: dict, conflicts: dict, names=SENSITIVE, targets=("7",)) -> list[dict]:
+    """Kernel 7's predicted % of FA2 with each literature constant at 0.8x and 1.2x."""
+    out = []
+    for key, slugs in slugs_by_gpu.items():
+        base_m = machine(key)
+        sub = {t: s for t, s in slugs.items() if t in targets}
+        base = predict(key, sub, conflicts, base_m)
+        if REF not in base:
+            continue
+        for name in names:
+            row = {"kind": "sensitivity", "gpu_key": key, "constant": name, "value": getattr(base_m, name)}
+            for f in (0.8, 1.2):
+                p = predict(key, sub, conflicts, base_m.scaled(name, f))
+                row[f"k7_pct_x{f}"] = 100 * p[REF]["pred_cycles"] / p["7"]["pred_cycles"]
+            row["k7_pct"] = 100 * base[REF]["pred_cycles"] / base["7"]["pred_cycles"]
+            out.append(row)
+    return out
+
+
+def h200_evidence(frame) -> tuple[dict, dict, dict]:
+    """From parsed H200 reports (load_frame long frame): per target the measured SM cycles
+    and tensor-active %, the bank-conflict factor, and the config slug each report ran."""
+    from .throughput import launch_work
+
+    meas, conflicts, slugs = {}, {}, {}
+    if frame is None or not len(frame):
+        return meas, conflicts, slugs
+    lw = launch_work(frame)
+    lw = lw[(lw["gpu_key"] == "h200_sxm") & (lw["seq"] == SHAPE["seq"])]
+    for r in lw.to_dict("records"):
+        sub = frame[frame["report"] == r["report"]]
+        m = dict(zip(sub["metric"], sub["value"]))
+        t = r["target"]
+        meas[t] = {"cycles": m.get("sm__cycles_elapsed.avg", math.nan),
+                   "tensor_pct": m.get("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", math.nan)}
+        wf, bc = m.get(WAVEFRONTS), m.get(CONFLICT_LD)
+        if wf and bc is not None and wf > bc:
+            conflicts[t] = wf / (wf - bc)
+        if t != REF and r.get("config_slug"):
+            slugs[t] = r["config_slug"]
+    return meas, conflicts, slugs
+
+
+def report(frame=None) -> list[dict]:
+    """Every record of ``python -m analysis gap --model issue``: rows, summaries,
+    sensitivity (kernel 7, +-20 %), limitations."""
+    from kernels.config import variant
+
+    meas, conflicts, h200_slugs = h200_evidence(frame)
+    series = {str(k): variant(k).slug for k in range(1, 8)}
+    by_gpu = {"a100_80gb": series, "rtx3090": series}
+    if h200_slugs:
+        by_gpu["h200_sxm"] = h200_slugs
+    recs = rows(by_gpu, conflicts, meas)
+    recs += summaries(recs)
+    recs += sensitivity({k: v for k, v in by_gpu.items() if k != "h200_sxm"}, conflicts)
+    recs += [{"kind": "limitation", "text": t} for t in LIMITATIONS]
+    return recs
+
+
+LIMITATIONS = (
+    "FA2's sm_90 code is not in reports/sass/fa2 (only sm_80/sm_86 cubins were extracted): H200 rows "
+    "compare predicted with measured SM cycles, not % of FA2 (devjobs/fa2_sm90_sass.sh extracts it).",
+    "Loop bodies run straight-line: forward branches inside the KV loop fall through.",
+    "No L2/DRAM bandwidth term: LDGSTS complete after a fixed L2 latency whatever the traffic. Kernels "
+    "1-7 use B_r = 64, FA2 B_r = 128 on sm_80: per FLOP they pull twice the K/V bytes through L2.",
+    "Latencies for GA100/GA102/GH100 are literature values transcribed without re-checking the papers "
+    "here; see gpus.json sources.",
+)
+
+
+def _f(v, fmt="{:.1f}") -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else fmt.format(v)
+
+
+def render(recs: list[dict]) -> str:
+    lines = ["issue model (analysis/gap/scheduler.py): predicted % of FA2 at S=4096, nothing fitted",
+             f"{'gpu':<10} {'target':>6} {'MHz':>6} {'pred%':>6} {'obs%':>6} {'err pp':>7} {'TFLOP/s':>8} "
+             f"{'cyc err%':>8} {'limit':<13} explanation"]
+    for r in recs:
+        if r["kind"] == "row":
+            lines.append(f"{r['gpu_key']:<10} {r['target']:>6} {r['clock_mhz']:>6.0f} {_f(r['pred_pct']):>6} "
+                         f"{_f(r['observed_pct']):>6} {_f(r['error_pp'], '{:+.1f}'):>7} {r['pred_tflops']:>8.1f} "
+                         f"{_f(r['cycles_error_pct'], '{:+.1f}'):>8} {r['limiting_resource']:<13} {r['explanation']}")
+    lines.append("")
+    for r in recs:
+        if r["kind"] == "summary":
+            lines.append(f"{r['gpu_key']}: MAE {_f(r['mae_pp'])} pp over {r['n']} kernels; kernel 7 error "
+                         f"{_f(r['k7_error_pp'], '{:+.1f}')} pp; cycles MAPE {_f(r['cycles_mape_pct'])} %; "
+                         "fitted parameters: none")
+    sens = [r for r in recs if r["kind"] == "sensitivity"]
+    if sens:
+        lines += ["", "sensitivity: kernel 7 % of FA2 with each literature constant at 0.8x / 1.0x / 1.2x"]
+        for r in sens:
+            lines.append(f"  {r['gpu_key']:<10} {r['constant']:<16} {r['value']:>7.1f}  {r['k7_pct_x0.8']:6.1f} "
+                         f"{r['k7_pct']:6.1f} {r['k7_pct_x1.2']:6.1f}")
+    lines += ["", "limitations:"] + [f"- {r['text']}" for r in recs if r["kind"] == "limitation"]
+    return "\n".join(lines)
+
+
+def gap_issue_paths(reports=None, cache: bool = True) -> list[dict]:
+    """``report`` over report files (default: reports/h200/ at S=4096)."""
+    import warnings
+
+    from ..parse import load_frame
+    from .throughput import default_reports
+
+    paths = list(reports) if reports else default_reports()
+    frame = None
+    if paths:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            frame = load_frame(paths, cache=cache)
+    return report(frame)
