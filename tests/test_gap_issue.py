@@ -118,3 +118,11 @@ def test_rows_keep_the_gap_json_shape_and_fit_nothing():
     assert row["limiting_resource"] == "tensor pipe"
     s = next(r for r in recs if r["kind"] == "summary")
     assert s["mae_pp"] == pytest.approx(abs(row["error_pp"]))
+
+
+def test_wavefronts_per_shared_memory_access():
+    from analysis.gap.scheduler import wavefronts
+
+    body = _body([("LDSM.16.M88.4 R0, [R2]", 0), ("LDSM.16.MT88.2 R0, [R2]", 0), ("LDS.128 R0, [R2]", 0),
+                  ("LDS R0, [R2]", 0), ("LDGSTS.E.BYPASS.LTC128B.128 [R0], desc[UR4][R2.64]", 0)])
+    assert [wavefronts(i) for i in body] == [4, 2, 4, 1, 4]

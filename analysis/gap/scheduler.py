@@ -46,10 +46,15 @@ ALU_OPS = {"FMNMX", "FSETP", "FSEL", "FCHK", "FSET", "ISETP", "IADD3", "IADD", "
 
 
 def wavefronts(i: Inst) -> int:
-    op = i.op.upper()
-    if ".X4" in op or ".128" in op or i.base == "LDGSTS" and ".64" not in op:
+    """128-byte shared-memory wavefronts of one conflict-free warp access: LDSM.16.M88.n
+    moves n 8x8 fp16 matrices (n x 128 B); LDS/STS .128 / .64 move 512 / 256 B; LDGSTS
+    .128 writes 512 B."""
+    mods = i.op.upper().split(".")[1:]
+    if i.base in ("LDSM", "STSM") and mods and mods[-1] in ("1", "2", "4"):
+        return int(mods[-1])
+    if "128" in mods:
         return 4
-    if ".X2" in op or ".64" in op:
+    if "64" in mods:
         return 2
     return 1
 
