@@ -27,6 +27,26 @@ GPUS = {"a100_80gb": "sm_80", "rtx3090": "sm_86", "h200_sxm": "sm_90"}
 PUBLISHED_KEY = {"a100_80gb": "a100", "rtx3090": "rtx3090"}
 CONFLICT_LD = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"
 WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
+# Model warp states -> Nsight Compute stall reasons (smsp__average_warps_issue_stalled_
+# <reason>_per_issue_active.ratio), grouped where the model cannot tell them apart.
+STALL_GROUPS = {
+    "wait": (("stall count",), ("wait",)),
+    "scoreboard": (("wait barrier",), ("short_scoreboard", "long_scoreboard")),
+    "mio": (("mio throttle", "lsu/mio"), ("mio_throttle", "lg_throttle")),
+    "math_pipe": (("tensor pipe", "fma pipe", "alu pipe", "xu pipe"), ("math_pipe_throttle",)),
+    "barrier": (("barrier",), ("barrier",)),
+    "not_selected": (("not selected",), ("not_selected",)),
+}
+STALL_METRIC = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+
+
+def model_stalls(warps_per_issue: dict) -> dict:
+    return {g: sum(warps_per_issue.get(k, 0.0) for k in mine) for g, (mine, _) in STALL_GROUPS.items()}
+
+
+def measured_stalls(metrics: dict) -> dict:
+    return {g: sum(metrics.get(STALL_METRIC.format(k), math.nan) for k in theirs)
+            for g, (_, theirs) in STALL_GROUPS.items()}
 
 
 def kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0) -> dict:
@@ -50,8 +70,8 @@ def kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0) -> dict:
             "occupancy_limit": occ["limit"], "waves": waves, "tail_cycles": tail,
             "tflops": flop / (cycles / (m.clock_mhz * 1e6)) / 1e12,
             "tensor_active_pct": 100 * flop / m.sm_count / (4096 * 4 / m.hmma_interval) / cycles
-            / (4096 / 4096), "issue_pct": 100 * slots.get("issued", 0.0),
-            "limiting": limit, "slots": slots}
+            , "issue_pct": 100 * slots.get("issued", 0.0),
+            "limiting": limit, "slots": slots, "stalls": model_stalls(sim["warps_per_issue"])}
 
 
 def _explain(r: dict, m: Machine) -> str:
@@ -109,6 +129,8 @@ def rows(slugs_by_gpu: dict[str, dict[str, str]], conflicts: dict[str, float],
                 "limiting_resource": r["limiting"], "explanation": _explain(r, m),
                 "loop_cycles": r["loop_cycles"], "ctas_per_sm": r["ctas_per_sm"],
                 "fitted_parameters": [],
+                **{f"stall_model_{g}": v for g, v in r["stalls"].items()},
+                **{f"stall_measured_{g}": (meas["stalls"][g] if meas else math.nan) for g in STALL_GROUPS},
             })
     return out
 
@@ -160,7 +182,8 @@ def h200_evidence(frame) -> tuple[dict, dict, dict]:
         m = dict(zip(sub["metric"], sub["value"]))
         t = r["target"]
         meas[t] = {"cycles": m.get("sm__cycles_elapsed.avg", math.nan),
-                   "tensor_pct": m.get("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", math.nan)}
+                   "tensor_pct": m.get("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", math.nan),
+                   "stalls": measured_stalls(m)}
         wf, bc = m.get(WAVEFRONTS), m.get(CONFLICT_LD)
         if wf and bc is not None and wf > bc:
             conflicts[t] = wf / (wf - bc)
@@ -216,6 +239,14 @@ def render(recs: list[dict]) -> str:
             lines.append(f"{r['gpu_key']}: MAE {_f(r['mae_pp'])} pp over {r['n']} kernels; kernel 7 error "
                          f"{_f(r['k7_error_pp'], '{:+.1f}')} pp; cycles MAPE {_f(r['cycles_mape_pct'])} %; "
                          "fitted parameters: none")
+    h = [r for r in recs if r["kind"] == "row" and not math.isnan(r["measured_cycles"])]
+    if h:
+        lines += ["", "stall mix (warps stalled per issued instruction), model / measured:",
+                  f"{'gpu':<10} {'target':>6} {'tensor% m/meas':>15} " + " ".join(f"{g:>14}" for g in STALL_GROUPS)]
+        for r in h:
+            lines.append(f"{r['gpu_key']:<10} {r['target']:>6} {r['pred_tensor_active_pct']:>6.1f}/{r['measured_tensor_active_pct']:<6.1f}   "
+                         + " ".join(f"{r[f'stall_model_{g}']:>6.2f}/{r[f'stall_measured_{g}']:<6.2f}"
+                                    for g in STALL_GROUPS))
     sens = [r for r in recs if r["kind"] == "sensitivity"]
     if sens:
         lines += ["", "sensitivity: kernel 7 % of FA2 with each literature constant at 0.8x / 1.0x / 1.2x"]

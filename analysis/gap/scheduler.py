@@ -22,6 +22,9 @@ Shared memory serves one 128-byte wavefront per SM clock (LDSM.x4 / LDS.128 / ST
 4 wavefronts, times a bank-conflict factor given per kernel); completion = end of its
 wavefronts + ``smem_latency``. LDGSTS completes after ``l2_latency``; LDL/STL after
 ``l1_latency``; MUFU after ``mufu_latency``.
+Besides the cycles, every resident warp's state each cycle is counted (issued, the first
+rule that blocks it, or "not selected"), per issued instruction: the model's counterpart
+of Nsight Compute's smsp__average_warps_issue_stalled_<reason>_per_issue_active.
 Not modelled: taken forward branches inside the loop, instruction cache, register-bank
 conflicts, L2/DRAM bandwidth.
 """
@@ -112,6 +115,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     last = [None] * SUBPARTITIONS
     finish = {}
     stalls: Counter = Counter()
+    warp_states: Counter = Counter()
     t = 0
     progressed, hist = 0, []
     limit = iterations * n * len(warps) * 40 + 10000
@@ -123,9 +127,13 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                 cand.insert(0, last[sp])
             issued = False
             reason = "idle" if not cand else None
-            for w in cand:
-                why = _blocked(w, body[w.pc], pipes[w.pc], t, sb[w.wid], groups[w.wid], busy[sp],
-                               m, smem_starts[sp], lsu_free, bar_release)
+            whys = [_blocked(w, body[w.pc], pipes[w.pc], t, sb[w.wid], groups[w.wid], busy[sp],
+                             m, smem_starts[sp], lsu_free, bar_release) for w in cand]
+            chosen = next((w for w, y in zip(cand, whys) if y is None), None)
+            for w, y in zip(cand, whys):
+                if w.it >= 1:  # per-warp states after the first pass (ncu's stall reasons)
+                    warp_states["issued" if w is chosen else (y or "not selected")] += 1
+            for w, why in zip(cand, whys):
                 if why:
                     reason = reason or why
                     continue
@@ -190,7 +198,9 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     insts = hist[min(t_b, len(hist) - 1)] - hist[min(t_a, len(hist) - 1)]
     per_iter = len(warps) * n * (t_b - t_a) / insts if insts else float("nan")
     total = sum(stalls.values())
+    n_issued = warp_states.pop("issued", 0) or 1
     return {"cycles_per_iter": per_iter, "slots": {k: v / total for k, v in stalls.items()},
+            "warps_per_issue": {k: v / n_issued for k, v in warp_states.items()},
             "simulated_cycles": t}
 
 
