@@ -62,6 +62,7 @@ def _build_parser() -> _Parser:
     g.add_argument("--bench", action="append", help="bench CSV with measured %% of FA2 (repeatable)")
     g.add_argument("--model", choices=("pipes", "issue"), default="pipes",
                    help="pipes: the pipe-time bound (default); issue: the SASS issue model (issue 13)")
+    g.add_argument("--plot", help="with --model issue: also write the figure to this PNG path")
     for p in (s, c):
         p.add_argument("--format", choices=FORMATS, default="table")
     g.add_argument("--format", choices=("table", "json"), default="table")
@@ -80,6 +81,9 @@ def _run(ns: argparse.Namespace) -> str:
         from .gap.issue_report import gap_issue_paths
         from .gap.issue_report import render as render_issue
         recs = gap_issue_paths(_expand(ns.reports), cache=cache)
+        if ns.plot:
+            from .gap.issue_report import write_plot
+            write_plot(recs, ns.plot)
         return render_json(recs) if ns.format == "json" else render_issue(recs)
     if ns.command == "gap":
         table, errors = gap_paths(_expand(ns.reports), ns.sass, ns.bench, cache=cache)

@@ -271,3 +271,19 @@ def gap_issue_paths(reports=None, cache: bool = True) -> list[dict]:
             warnings.simplefilter("ignore")
             frame = load_frame(paths, cache=cache)
     return report(frame)
+
+
+def write_plot(recs: list[dict], path) -> Path:
+    from ..gap_plots import plot_issue_gap
+
+    summ = {r["gpu_key"]: r for r in recs if r["kind"] == "summary"}
+    parts = [f"{k}: MAE {s['mae_pp']:.1f} pp" if not math.isnan(s["mae_pp"]) else
+             f"{k}: cycles MAPE {s['cycles_mape_pct']:.1f} %" for k, s in summ.items()]
+    fig = plot_issue_gap(recs, title="Kernels 1-7 vs FlashAttention-2: in-order issue model over each GPU's own SASS",
+                         subtitle="B16 H16 S4096 d128 fp16, non-causal; A100 / RTX 3090 at the series' locked clocks "
+                                  "(published % of FA2), H200 against its Nsight Compute reports; nothing fitted. "
+                                  + "; ".join(parts))
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=130)
+    return out
