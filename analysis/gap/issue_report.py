@@ -49,12 +49,17 @@ def measured_stalls(metrics: dict) -> dict:
             for g, (_, theirs) in STALL_GROUPS.items()}
 
 
-def kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0) -> dict:
+def kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0, seeds=None) -> dict:
     occ = occupancy(m, code.registers, code.smem_bytes, code.warps)
     if occ["ctas"] < 1:
         raise SassError(f"{code.target} on {m.gpu_key}: does not fit on an SM ({occ})")
-    sim = simulate(list(code.body), m, occ["ctas"], code.warps, conflict=conflict)
-    loop = sim["cycles_per_iter"]
+    sims = [simulate(list(code.body), m, occ["ctas"], code.warps, conflict=conflict, seed=s)
+            for s in (seeds or SEEDS)]
+    loops = [x["cycles_per_iter"] for x in sims]
+    loop = sum(loops) / len(loops)
+    sim = sims[0]
+    sim = {"slots": _mean_dicts([x["slots"] for x in sims]),
+           "warps_per_issue": _mean_dicts([x["warps_per_issue"] for x in sims])}
     ctas = SHAPE["batch"] * SHAPE["heads"] * SHAPE["seq"] // code.B_r
     waves = math.ceil(ctas / (m.sm_count * occ["ctas"]))
     # Trips from the loop's own HMMA count (a compiler may split or unroll the KV loop):
@@ -71,7 +76,17 @@ def kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0) -> dict:
             "tflops": flop / (cycles / (m.clock_mhz * 1e6)) / 1e12,
             "tensor_active_pct": 100 * flop / m.sm_count / (4096 * 4 / m.hmma_interval) / cycles
             , "issue_pct": 100 * slots.get("issued", 0.0),
+            "loop_spread_pct": 100 * (max(loops) - min(loops)) / loop,
             "limiting": limit, "slots": slots, "stalls": model_stalls(sim["warps_per_issue"])}
+
+
+SEEDS = (1, 2, 3, 4)  # CTA start staggers + latency jitter averaged over (scheduler.simulate)
+SENSITIVITY_SEEDS = (1, 2)  # fewer for the +-20 % table: its noise floor is the seed spread
+
+
+def _mean_dicts(ds: list[dict]) -> dict:
+    keys = {k for d in ds for k in d}
+    return {k: sum(d.get(k, 0.0) for d in ds) / len(ds) for k in keys}
 
 
 def _explain(r: dict, m: Machine) -> str:
@@ -96,9 +111,10 @@ def codes_for(gpu_key: str, slugs: dict[str, str]) -> dict[str, LoopCode]:
 
 
 def predict(gpu_key: str, slugs: dict[str, str], conflicts: dict[str, float],
-            m: Machine | None = None) -> dict[str, dict]:
+            m: Machine | None = None, seeds=None) -> dict[str, dict]:
     m = m or machine(gpu_key)
-    return {t: kernel_time(code, m, conflicts.get(t, 1.0)) for t, code in codes_for(gpu_key, slugs).items()}
+    return {t: kernel_time(code, m, conflicts.get(t, 1.0), seeds)
+            for t, code in codes_for(gpu_key, slugs).items()}
 
 
 def rows(slugs_by_gpu: dict[str, dict[str, str]], conflicts: dict[str, float],
@@ -127,7 +143,8 @@ def rows(slugs_by_gpu: dict[str, dict[str, str]], conflicts: dict[str, float],
                 "measured_tensor_active_pct": meas["tensor_pct"] if meas else math.nan,
                 "pred_tensor_active_pct": r["tensor_active_pct"],
                 "limiting_resource": r["limiting"], "explanation": _explain(r, m),
-                "loop_cycles": r["loop_cycles"], "ctas_per_sm": r["ctas_per_sm"],
+                "loop_cycles": r["loop_cycles"], "loop_spread_pct": r["loop_spread_pct"],
+                "ctas_per_sm": r["ctas_per_sm"],
                 "fitted_parameters": [],
                 **{f"stall_model_{g}": v for g, v in r["stalls"].items()},
                 **{f"stall_measured_{g}": (meas["stalls"][g] if meas else math.nan) for g in STALL_GROUPS},
@@ -154,13 +171,13 @@ def sensitivity(slugs_by_gpu: dict, conflicts: dict, names=SENSITIVE, targets=("
     for key, slugs in slugs_by_gpu.items():
         base_m = machine(key)
         sub = {t: s for t, s in slugs.items() if t in targets}
-        base = predict(key, sub, conflicts, base_m)
+        base = predict(key, sub, conflicts, base_m, SENSITIVITY_SEEDS)
         if REF not in base:
             continue
         for name in names:
             row = {"kind": "sensitivity", "gpu_key": key, "constant": name, "value": getattr(base_m, name)}
             for f in (0.8, 1.2):
-                p = predict(key, sub, conflicts, base_m.scaled(name, f))
+                p = predict(key, sub, conflicts, base_m.scaled(name, f), SENSITIVITY_SEEDS)
                 row[f"k7_pct_x{f}"] = 100 * p[REF]["pred_cycles"] / p["7"]["pred_cycles"]
             row["k7_pct"] = 100 * base[REF]["pred_cycles"] / base["7"]["pred_cycles"]
             out.append(row)

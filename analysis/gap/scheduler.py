@@ -30,6 +30,7 @@ conflicts, L2/DRAM bandwidth.
 """
 from __future__ import annotations
 
+import random
 from collections import Counter
 from dataclasses import dataclass
 
@@ -46,6 +47,9 @@ FREE_OPS = {"BRA", "NOP", "BSSY", "BSYNC", "WARPSYNC", "DEPBAR", "LDGDEPBAR", "E
 ALU_OPS = {"FMNMX", "FSETP", "FSEL", "FCHK", "FSET", "ISETP", "IADD3", "IADD", "IABS", "IMNMX",
            "VIADD", "LOP3", "LOP", "SHF", "SHL", "SHR", "LEA", "SEL", "MOV", "PRMT", "F2FP",
            "PLOP3", "P2R", "R2P", "BMSK", "SGXT", "HSETP2", "HMNMX2", "CS2R", "IADD32I", "LOP32I", "MOV32I"}
+
+
+JITTER = 4.0  # cycles; an assumption (see simulate), not a fitted value
 
 
 def wavefronts(i: Inst) -> int:
@@ -96,19 +100,27 @@ class _Warp:
 
 
 def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterations: int = 8,
-             conflict: float = 1.0) -> dict:
-    """Steady-state cycles per loop iteration of ``ctas`` CTAs on one SM (iterations 2..N)."""
+             conflict: float = 1.0, seed: int = 0) -> dict:
+    """Steady-state cycles per loop iteration of ``ctas`` CTAs on one SM. ``seed`` > 0
+    starts each CTA after a pseudo-random delay of 0-255 cycles (CTAs never start in
+    lockstep on hardware) and adds 0-``JITTER`` cycles to every variable-latency
+    completion. A deterministic schedule locks into one of several steady states that
+    differ by a few per cent (a 0.1 % change of one latency can flip it), so callers
+    average a few seeds and report the spread."""
     if not body or ctas < 1:
         raise ValueError("empty loop body or no resident CTA")
     n = len(body)
     pipes = [pipe(i) for i in body]
     waves = [wavefronts(i) for i in body]
-    warps = [_Warp(w, w // warps_per_cta, w % SUBPARTITIONS) for w in range(ctas * warps_per_cta)]
+    rng = random.Random(seed)
+    delay = [rng.randint(0, 255) if seed else 0 for _ in range(ctas)]
+    warps = [_Warp(w, w // warps_per_cta, w % SUBPARTITIONS, ready=float(delay[w // warps_per_cta]))
+             for w in range(ctas * warps_per_cta)]
     sb = [[0.0] * 6 for _ in warps]           # barrier release times
     groups: list[list[float]] = [[] for _ in warps]  # LDGDEPBAR group completion times
     open_group = [0.0 for _ in warps]
     busy = [dict(tensor=0.0, fp32a=0.0, fp32b=0.0, alu=0.0, xu=0.0) for _ in range(SUBPARTITIONS)]
-    smem_free, lsu_free = 0.0, 0.0
+    smem_free, lsu_free, l2_free = 0.0, 0.0, 0.0
     smem_starts: list[list[float]] = [[] for _ in range(SUBPARTITIONS)]
     bar_arrived: Counter = Counter()
     bar_release: dict = {}
@@ -161,10 +173,16 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                         smem_free = start + wf
                         smem_starts[sp].append(start)
                         done = start + wf + (m.l2_latency if i.base == "LDGSTS" else m.smem_latency)
+                        if i.base == "LDGSTS" and m.l2_bytes_per_clk_sm:
+                            # L2 -> SM fill: 128 B per wavefront at the SM's share of L2 bandwidth
+                            l2_free = max(l2_free, t) + waves[w.pc] * 128 / m.l2_bytes_per_clk_sm
+                            done = max(done, l2_free + m.l2_latency)
                         if i.base == "LDGSTS":
                             open_group[w.wid] = max(open_group[w.wid], done)
                     else:
                         done = t + (m.smem_latency if i.base == "SHFL" else m.l1_latency)
+                if seed and done > t + 1:  # variable latency varies: 0-4 cycles of jitter
+                    done += rng.random() * JITTER
                 if i.base == "LDGDEPBAR":
                     groups[w.wid].append(open_group[w.wid])
                     open_group[w.wid] = 0.0
