@@ -50,7 +50,6 @@ class Machine:
     regs_per_sm: int
     smem_per_sm_kb: float
     smem_reserved_per_cta_kb: float
-    l2_bytes_per_clk_sm: float = 0.0  # 0: no L2 bandwidth limit modelled
     sources: dict = field(default_factory=dict, compare=False)
 
     @property

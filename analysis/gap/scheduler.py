@@ -120,7 +120,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     groups: list[list[float]] = [[] for _ in warps]  # LDGDEPBAR group completion times
     open_group = [0.0 for _ in warps]
     busy = [dict(tensor=0.0, fp32a=0.0, fp32b=0.0, alu=0.0, xu=0.0) for _ in range(SUBPARTITIONS)]
-    smem_free, lsu_free, l2_free = 0.0, 0.0, 0.0
+    smem_free, lsu_free = 0.0, 0.0
     smem_starts: list[list[float]] = [[] for _ in range(SUBPARTITIONS)]
     bar_arrived: Counter = Counter()
     bar_release: dict = {}
@@ -173,10 +173,6 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                         smem_free = start + wf
                         smem_starts[sp].append(start)
                         done = start + wf + (m.l2_latency if i.base == "LDGSTS" else m.smem_latency)
-                        if i.base == "LDGSTS" and m.l2_bytes_per_clk_sm:
-                            # L2 -> SM fill: 128 B per wavefront at the SM's share of L2 bandwidth
-                            l2_free = max(l2_free, t) + waves[w.pc] * 128 / m.l2_bytes_per_clk_sm
-                            done = max(done, l2_free + m.l2_latency)
                         if i.base == "LDGSTS":
                             open_group[w.wid] = max(open_group[w.wid], done)
                     else:
