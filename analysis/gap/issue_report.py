@@ -229,11 +229,26 @@ def report(frame=None) -> list[dict]:
 LIMITATIONS = (
     "FA2's sm_90 code is not in reports/sass/fa2 (only sm_80/sm_86 cubins were extracted): H200 rows "
     "compare predicted with measured SM cycles, not % of FA2 (devjobs/fa2_sm90_sass.sh extracts it).",
-    "Loop bodies run straight-line: forward branches inside the KV loop fall through.",
-    "No L2/DRAM bandwidth term: LDGSTS complete after a fixed L2 latency whatever the traffic. Kernels "
-    "1-7 use B_r = 64, FA2 B_r = 128 on sm_80: per FLOP they pull twice the K/V bytes through L2.",
+    "Not modelled: Nsight Compute's dispatch_stall (0.12-0.34 warps per issue on the H200 kernels, about "
+    "5 % of their stall cycles; register-bank / dispatch conflicts), which matches the model's ~5 % "
+    "too few cycles for H200 kernels 2-7.",
+    "The A100 residual (kernels 2-7 predicted +8 to +14 pp) is not in the literature constants: each "
+    "+-20 % moves kernel 7 by at most ~3 pp (sensitivity table). The model predicts FA2 at 176 TFLOP/s "
+    "(published 186) but kernel 7 at 166 (published 150): the kernels are what it makes too fast. Kernels "
+    "1-7 use B_r = 64 against FA2's 128, so they pull twice the K/V bytes through L2 per FLOP (H200 "
+    "reports: 34.6 vs 17.4 GB L2->SM, lts 37-45 % vs 27 % of peak); the model has no L2 bandwidth "
+    "or far-L2-partition term, the leading candidate. On the RTX 3090 HMMA.F32 runs at a quarter of "
+    "the A100's per-SM rate, so every kernel is tensor-bound there and this cost hides.",
+    "Loop bodies run straight-line: forward branches inside the KV loop fall through. Shared-memory "
+    "bank conflicts enter as one factor per kernel measured on the H200 (same source code).",
+    "Steady states differ by a few per cent between CTA starts (loop_spread_pct); rows average 4 seeds, "
+    "the sensitivity table 2 -- its +-1-2 pp wiggles are that noise.",
     "Latencies for GA100/GA102/GH100 are literature values transcribed without re-checking the papers "
-    "here; see gpus.json sources.",
+    "here (gpus.json sources); the MIO queue depth (8) and barrier latency are assumptions. H200 stall "
+    "mix: the model puts too much in mio throttle and too little in scoreboard waits (the sum matches), "
+    "i.e. the real MIO queue is deeper than 8.",
+    "Kernels 8-16 of the series (kernel_sass/*.asm in the companion repository) are nvdisasm text "
+    "without encodings: no control codes, so the model cannot run them.",
 )
 
 
