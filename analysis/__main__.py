@@ -77,6 +77,8 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 
 def _run(ns: argparse.Namespace) -> str:
     cache = not ns.no_cache
+    if ns.command == "gap" and ns.plot and ns.model != "issue":
+        raise ReportError("--plot needs --model issue")
     if ns.command == "gap" and ns.model == "issue":
         from .gap.issue_report import gap_issue_paths
         from .gap.issue_report import render as render_issue

@@ -126,3 +126,38 @@ def test_wavefronts_per_shared_memory_access():
     body = _body([("LDSM.16.M88.4 R0, [R2]", 0), ("LDSM.16.MT88.2 R0, [R2]", 0), ("LDS.128 R0, [R2]", 0),
                   ("LDS R0, [R2]", 0), ("LDGSTS.E.BYPASS.LTC128B.128 [R0], desc[UR4][R2.64]", 0)])
     assert [wavefronts(i) for i in body] == [4, 2, 4, 1, 4]
+
+
+def test_cli_bad_inputs_are_one_line_errors(capsys, tmp_path):
+    from analysis.__main__ import main
+
+    assert main(["gap", "--model", "issue", str(tmp_path / "missing.ncu-rep")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "missing.ncu-rep" in err[0]
+    assert main(["gap", "--plot", str(tmp_path / "x.png"), str(tmp_path / "missing.ncu-rep")]) == 2
+    assert "--plot needs --model issue" in capsys.readouterr().err
+
+
+def test_missing_sass_is_a_clear_error():
+    from analysis.gap.loops import kernel_loop
+
+    with pytest.raises(controls.SassError, match="no loop SASS"):
+        kernel_loop("7", "sm_80", "no_such_config")
+
+
+def test_plot_issue_gap_has_a_panel_per_gpu():
+    import math as _m
+
+    from analysis.gap_plots import plot_issue_gap
+
+    def row(key, t, obs, pred, meas=_m.nan):
+        return {"kind": "row", "gpu_key": key, "target": t, "observed_pct": obs, "pred_pct": pred,
+                "measured_cycles": meas, "pred_cycles": 90.0, "clock_mhz": 1110.0}
+    recs = [row("a100_80gb", "7", 80.3, 90.0), row("a100_80gb", "ref", _m.nan, 100.0),
+            row("h200_sxm", "7", _m.nan, _m.nan, meas=100.0)]
+    fig = plot_issue_gap(recs, title="t")
+    gids = {a.get_gid() for ax in fig.axes for a in ax.get_children()}
+    assert {"issue:a100_80gb:obs", "issue:a100_80gb:pred", "issue:h200_sxm:cycles"} <= gids
+    h200 = [ax for ax in fig.axes if "h200" in ax.get_title()][0]
+    bar = [p for p in h200.patches if p.get_gid() == "issue:h200_sxm:cycles"][0]
+    assert bar.get_height() == pytest.approx(0.9)  # 90 predicted / 100 measured cycles

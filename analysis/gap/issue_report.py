@@ -296,13 +296,18 @@ def gap_issue_paths(reports=None, cache: bool = True) -> list[dict]:
     from ..parse import load_frame
     from .throughput import default_reports
 
+    from ..errors import ReportError
+
     paths = list(reports) if reports else default_reports()
     frame = None
     if paths:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             frame = load_frame(paths, cache=cache)
-    return report(frame)
+    try:
+        return report(frame)
+    except (SassError, KeyError) as exc:  # a missing / unreadable SASS or constants entry
+        raise ReportError(f"issue model: {exc}") from None
 
 
 def write_plot(recs: list[dict], path) -> Path:
@@ -315,7 +320,12 @@ def write_plot(recs: list[dict], path) -> Path:
                          subtitle="B16 H16 S4096 d128 fp16, non-causal; A100 / RTX 3090 at the series' locked clocks "
                                   "(published % of FA2), H200 against its Nsight Compute reports; nothing fitted. "
                                   + "; ".join(parts))
+    from ..errors import ReportError
+
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=130)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=130)
+    except (OSError, ValueError) as exc:
+        raise ReportError(f"{out}: cannot write the figure ({exc})") from None
     return out
