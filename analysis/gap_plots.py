@@ -134,7 +134,8 @@ def plot_issue_gap(records: list[dict], title: str | None = None, subtitle: str 
     """The issue model (analysis.gap.issue_report records): per GPU with published numbers,
     observed % of FA2 per kernel (bars) and predicted (markers); for a GPU with measured
     reports, predicted / measured SM cycles per kernel. gids: ``issue:<gpu_key>:<obs|pred|cycles>``."""
-    rows = [r for r in records if r.get("kind") == "row" and r["target"] != "ref"]
+    rows = [r for r in records if r.get("kind") == "row" and r["target"] != "ref"
+            and r.get("seq", 4096) == 4096]
     pub = [k for k in dict.fromkeys(r["gpu_key"] for r in rows)
            if any(not math.isnan(r["observed_pct"]) for r in rows if r["gpu_key"] == k)]
     meas = [k for k in dict.fromkeys(r["gpu_key"] for r in rows)

@@ -20,7 +20,7 @@ from .constants import FLOP_PER_HMMA, SENSITIVE, Machine, machine, occupancy
 from .controls import SassError
 from .loops import LoopCode, fa2_loop, kernel_loop
 from .scheduler import simulate
-from .throughput import REF, load_published
+from .throughput import REF, REPO, load_published
 
 SHAPE = {"batch": 16, "heads": 16, "seq": 4096}
 GPUS = {"a100_80gb": "sm_80", "rtx3090": "sm_86", "h200_sxm": "sm_90"}
@@ -49,7 +49,8 @@ def measured_stalls(metrics: dict) -> dict:
             for g, (_, theirs) in STALL_GROUPS.items()}
 
 
-def kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0, seeds=None) -> dict:
+def kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0, seeds=None,
+                seq: int = SHAPE["seq"]) -> dict:
     occ = occupancy(m, code.registers, code.smem_bytes, code.warps)
     if occ["ctas"] < 1:
         raise SassError(f"{code.target} on {m.gpu_key}: does not fit on an SM ({occ})")
@@ -60,15 +61,15 @@ def kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0, seeds=None) -
     sim = sims[0]
     sim = {"slots": _mean_dicts([x["slots"] for x in sims]),
            "warps_per_issue": _mean_dicts([x["warps_per_issue"] for x in sims])}
-    ctas = SHAPE["batch"] * SHAPE["heads"] * SHAPE["seq"] // code.B_r
+    ctas = SHAPE["batch"] * SHAPE["heads"] * seq // code.B_r
     waves = math.ceil(ctas / (m.sm_count * occ["ctas"]))
     # Trips from the loop's own HMMA count (a compiler may split or unroll the KV loop):
     # the CTA's FLOP (4 B_r S d) over the FLOP one pass of the body does (HMMA x 4096 x warps).
     hmma = sum(1 for i in code.body if i.base == "HMMA")
-    trips = 4.0 * code.B_r * SHAPE["seq"] * 128 / (hmma * FLOP_PER_HMMA * code.warps)
+    trips = 4.0 * code.B_r * seq * 128 / (hmma * FLOP_PER_HMMA * code.warps)
     tail = loop * (code.total_insts - len(code.body)) / len(code.body)
     cycles = waves * (trips * loop + tail)
-    flop = 4.0 * SHAPE["batch"] * SHAPE["heads"] * SHAPE["seq"] ** 2 * 128
+    flop = 4.0 * SHAPE["batch"] * SHAPE["heads"] * seq ** 2 * 128
     slots = sim["slots"]
     limit = max((k for k in slots if k != "issued"), key=slots.get, default="-")
     return {"pred_cycles": cycles, "loop_cycles": loop, "ctas_per_sm": occ["ctas"],
@@ -132,24 +133,41 @@ def rows(slugs_by_gpu: dict[str, dict[str, str]], conflicts: dict[str, float],
             if key in PUBLISHED_KEY and t != REF:
                 obs = pub[PUBLISHED_KEY[key]]["pct_of_fa2"][t]["seq_4096"]
                 src = "published"
-            meas = (h200_measured or {}).get(t) if key == "h200_sxm" else None
-            out.append({
-                "kind": "row", "gpu_key": key, "target": t, "arch": GPUS[key], "clock_mhz": m.clock_mhz,
-                "pred_pct": pct, "observed_pct": obs, "observed_source": src,
-                "error_pp": pct - obs if not (math.isnan(pct) or math.isnan(obs)) else math.nan,
-                "pred_tflops": r["tflops"], "pred_cycles": r["pred_cycles"],
-                "measured_cycles": meas["cycles"] if meas else math.nan,
-                "cycles_error_pct": 100 * (r["pred_cycles"] / meas["cycles"] - 1) if meas else math.nan,
-                "measured_tensor_active_pct": meas["tensor_pct"] if meas else math.nan,
-                "pred_tensor_active_pct": r["tensor_active_pct"],
-                "limiting_resource": r["limiting"], "explanation": _explain(r, m),
-                "loop_cycles": r["loop_cycles"], "loop_spread_pct": r["loop_spread_pct"],
-                "ctas_per_sm": r["ctas_per_sm"],
-                "fitted_parameters": [],
-                **{f"stall_model_{g}": v for g, v in r["stalls"].items()},
-                **{f"stall_measured_{g}": (meas["stalls"][g] if meas else math.nan) for g in STALL_GROUPS},
-            })
+            meas = (h200_measured or {}).get((t, SHAPE["seq"])) if key == "h200_sxm" else None
+            out.append(_row(key, t, SHAPE["seq"], m, r, pct, obs, src, meas))
     return out
+
+
+def other_shape_rows(meas: dict, slugs: dict, conflicts: dict) -> list[dict]:
+    """H200 rows for the measured launches at other sequence lengths (same model, same
+    loop simulation; only trips, waves and the tail change)."""
+    m = machine("h200_sxm")
+    out = []
+    for (t, seq), mm in meas.items():
+        if seq == SHAPE["seq"] or t == REF or (t, seq) not in slugs:
+            continue
+        r = kernel_time(kernel_loop(t, "sm_90", slugs[(t, seq)]), m, conflicts.get(t, 1.0), seq=seq)
+        out.append(_row("h200_sxm", t, seq, m, r, math.nan, math.nan, None, mm))
+    return out
+
+
+def _row(key, t, seq, m, r, pct, obs, src, meas) -> dict:
+    return {
+        "kind": "row", "gpu_key": key, "target": t, "seq": seq, "arch": GPUS[key], "clock_mhz": m.clock_mhz,
+        "pred_pct": pct, "observed_pct": obs, "observed_source": src,
+        "error_pp": pct - obs if not (math.isnan(pct) or math.isnan(obs)) else math.nan,
+        "pred_tflops": r["tflops"], "pred_cycles": r["pred_cycles"],
+        "measured_cycles": meas["cycles"] if meas else math.nan,
+        "cycles_error_pct": 100 * (r["pred_cycles"] / meas["cycles"] - 1) if meas else math.nan,
+        "measured_tensor_active_pct": meas["tensor_pct"] if meas else math.nan,
+        "pred_tensor_active_pct": r["tensor_active_pct"],
+        "limiting_resource": r["limiting"], "explanation": _explain(r, m),
+        "loop_cycles": r["loop_cycles"], "loop_spread_pct": r["loop_spread_pct"],
+        "ctas_per_sm": r["ctas_per_sm"],
+        "fitted_parameters": [],
+        **{f"stall_model_{g}": v for g, v in r["stalls"].items()},
+        **{f"stall_measured_{g}": (meas["stalls"][g] if meas else math.nan) for g in STALL_GROUPS},
+    }
 
 
 def summaries(recs: list[dict]) -> list[dict]:
@@ -157,7 +175,8 @@ def summaries(recs: list[dict]) -> list[dict]:
     for key in dict.fromkeys(r["gpu_key"] for r in recs):
         err = [r["error_pp"] for r in recs if r["gpu_key"] == key and not math.isnan(r["error_pp"])]
         cyc = [r["cycles_error_pct"] for r in recs if r["gpu_key"] == key and not math.isnan(r["cycles_error_pct"])]
-        k7 = [r for r in recs if r["gpu_key"] == key and r["target"] == "7"]
+        k7 = [r for r in recs if r["gpu_key"] == key and r["target"] == "7"
+              and r.get("seq", SHAPE["seq"]) == SHAPE["seq"]]
         out.append({"kind": "summary", "gpu_key": key, "n": len(err),
                     "mae_pp": sum(map(abs, err)) / len(err) if err else math.nan,
                     "cycles_mape_pct": sum(map(abs, cyc)) / len(cyc) if cyc else math.nan,
@@ -185,27 +204,28 @@ def sensitivity(slugs_by_gpu: dict, conflicts: dict, names=SENSITIVE, targets=("
 
 
 def h200_evidence(frame) -> tuple[dict, dict, dict]:
-    """From parsed H200 reports (load_frame long frame): per target the measured SM cycles
-    and tensor-active %, the bank-conflict factor, and the config slug each report ran."""
+    """From parsed H200 reports (load_frame long frame), keyed by (target, seq): measured SM
+    cycles, tensor-active % and stall mix, and the config slug each report ran; per target
+    the bank-conflict factor (from the S=4096 report)."""
     from .throughput import launch_work
 
     meas, conflicts, slugs = {}, {}, {}
     if frame is None or not len(frame):
         return meas, conflicts, slugs
     lw = launch_work(frame)
-    lw = lw[(lw["gpu_key"] == "h200_sxm") & (lw["seq"] == SHAPE["seq"])]
+    lw = lw[lw["gpu_key"] == "h200_sxm"]
     for r in lw.to_dict("records"):
         sub = frame[frame["report"] == r["report"]]
         m = dict(zip(sub["metric"], sub["value"]))
-        t = r["target"]
-        meas[t] = {"cycles": m.get("sm__cycles_elapsed.avg", math.nan),
+        t, seq = r["target"], int(r["seq"])
+        meas[(t, seq)] = {"cycles": m.get("sm__cycles_elapsed.avg", math.nan),
                    "tensor_pct": m.get("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", math.nan),
                    "stalls": measured_stalls(m)}
         wf, bc = m.get(WAVEFRONTS), m.get(CONFLICT_LD)
-        if wf and bc is not None and wf > bc:
+        if wf and bc is not None and wf > bc and seq == SHAPE["seq"]:
             conflicts[t] = wf / (wf - bc)
         if t != REF and r.get("config_slug"):
-            slugs[t] = r["config_slug"]
+            slugs[(t, seq)] = r["config_slug"]
     return meas, conflicts, slugs
 
 
@@ -214,12 +234,14 @@ def report(frame=None) -> list[dict]:
     sensitivity (kernel 7, +-20 %), limitations."""
     from kernels.config import variant
 
-    meas, conflicts, h200_slugs = h200_evidence(frame)
+    meas, conflicts, slugs = h200_evidence(frame)
     series = {str(k): variant(k).slug for k in range(1, 8)}
     by_gpu = {"a100_80gb": series, "rtx3090": series}
-    if h200_slugs:
-        by_gpu["h200_sxm"] = h200_slugs
+    h200 = {t: slug for (t, seq), slug in slugs.items() if seq == SHAPE["seq"]}
+    if h200:
+        by_gpu["h200_sxm"] = h200
     recs = rows(by_gpu, conflicts, meas)
+    recs += other_shape_rows(meas, slugs, conflicts)
     recs += summaries(recs)
     recs += sensitivity({k: v for k, v in by_gpu.items() if k != "h200_sxm"}, conflicts)
     recs += [{"kind": "limitation", "text": t} for t in LIMITATIONS]
@@ -262,7 +284,8 @@ def render(recs: list[dict]) -> str:
              f"{'cyc err%':>8} {'limit':<13} explanation"]
     for r in recs:
         if r["kind"] == "row":
-            lines.append(f"{r['gpu_key']:<10} {r['target']:>6} {r['clock_mhz']:>6.0f} {_f(r['pred_pct']):>6} "
+            tgt = r["target"] if r.get("seq", SHAPE["seq"]) == SHAPE["seq"] else f"{r['target']}@S{r['seq']}"
+            lines.append(f"{r['gpu_key']:<10} {tgt:>6} {r['clock_mhz']:>6.0f} {_f(r['pred_pct']):>6} "
                          f"{_f(r['observed_pct']):>6} {_f(r['error_pp'], '{:+.1f}'):>7} {r['pred_tflops']:>8.1f} "
                          f"{_f(r['cycles_error_pct'], '{:+.1f}'):>8} {r['limiting_resource']:<13} {r['explanation']}")
     lines.append("")
@@ -298,7 +321,8 @@ def gap_issue_paths(reports=None, cache: bool = True) -> list[dict]:
 
     from ..errors import ReportError
 
-    paths = list(reports) if reports else default_reports()
+    paths = list(reports) if reports else (
+        default_reports() + sorted(REPO.joinpath("reports").glob("*/other-shapes/*.ncu-rep")))
     frame = None
     if paths:
         with warnings.catch_warnings():
