@@ -60,6 +60,9 @@ def _build_parser() -> _Parser:
     g.add_argument("reports", nargs="*", help="reports or directories (default: reports/*/*.ncu-rep)")
     g.add_argument("--sass", help="static opcode CSV (default: reports/sass/opcodes.csv)")
     g.add_argument("--bench", action="append", help="bench CSV with measured %% of FA2 (repeatable)")
+    g.add_argument("--model", choices=("pipes", "issue"), default="pipes",
+                   help="pipes: the pipe-time bound (default); issue: the SASS issue model (issue 13)")
+    g.add_argument("--plot", help="with --model issue: also write the figure to this PNG path")
     for p in (s, c):
         p.add_argument("--format", choices=FORMATS, default="table")
     g.add_argument("--format", choices=("table", "json"), default="table")
@@ -74,6 +77,16 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 
 def _run(ns: argparse.Namespace) -> str:
     cache = not ns.no_cache
+    if ns.command == "gap" and ns.plot and ns.model != "issue":
+        raise ReportError("--plot needs --model issue")
+    if ns.command == "gap" and ns.model == "issue":
+        from .gap.issue_report import gap_issue_paths
+        from .gap.issue_report import render as render_issue
+        recs = gap_issue_paths(_expand(ns.reports), cache=cache)
+        if ns.plot:
+            from .gap.issue_report import write_plot
+            write_plot(recs, ns.plot)
+        return render_json(recs) if ns.format == "json" else render_issue(recs)
     if ns.command == "gap":
         table, errors = gap_paths(_expand(ns.reports), ns.sass, ns.bench, cache=cache)
         if ns.format == "json":

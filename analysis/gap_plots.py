@@ -128,3 +128,52 @@ def plot_ceilings(ceil: pd.DataFrame, title: str | None = None,
     ax.legend(fontsize=7)
     fig.tight_layout()
     return _with_titles(fig, title, subtitle)
+
+
+def plot_issue_gap(records: list[dict], title: str | None = None, subtitle: str | None = None) -> Figure:
+    """The issue model (analysis.gap.issue_report records): per GPU with published numbers,
+    observed % of FA2 per kernel (bars) and predicted (markers); for a GPU with measured
+    reports, predicted / measured SM cycles per kernel. gids: ``issue:<gpu_key>:<obs|pred|cycles>``."""
+    rows = [r for r in records if r.get("kind") == "row" and r["target"] != "ref"
+            and r.get("seq", 4096) == 4096]
+    pub = [k for k in dict.fromkeys(r["gpu_key"] for r in rows)
+           if any(not math.isnan(r["observed_pct"]) for r in rows if r["gpu_key"] == k)]
+    meas = [k for k in dict.fromkeys(r["gpu_key"] for r in rows)
+            if any(not math.isnan(r["measured_cycles"]) for r in rows if r["gpu_key"] == k)]
+    panels = pub + meas
+    if not panels:
+        raise ValueError("no issue-model rows with an observed % of FA2 or measured cycles")
+    fig = Figure(figsize=(3.6 * len(panels), 3.4))
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, key in zip(axes, panels):
+        sub = sorted((r for r in rows if r["gpu_key"] == key), key=lambda r: r["target"])
+        x = np.arange(len(sub))
+        labels = [r["target"] for r in sub]
+        clock = sub[0]["clock_mhz"]
+        if key in pub:
+            obs = [r["observed_pct"] for r in sub]
+            pred = [r["pred_pct"] for r in sub]
+            ax.bar(x, obs, color=_color(key), alpha=0.35, label="published", gid=f"issue:{key}:obs")
+            ax.plot(x, pred, "o", color=_color(key), label="issue model", gid=f"issue:{key}:pred")
+            for xi, (o, p) in enumerate(zip(obs, pred)):
+                ax.annotate(f"{p - o:+.0f}", (xi, max(o, p)), textcoords="offset points", xytext=(0, 3),
+                            ha="center", fontsize=7)
+            ax.axhline(100, color="#555555", lw=0.8, ls="--")
+            ax.set_ylabel("% of FlashAttention-2 (same GPU)")
+            ax.set_ylim(0, 125)
+            ax.set_title(f"{key} at {clock:.0f} MHz: % of FA2", fontsize=9)
+        else:
+            ratio = [r["pred_cycles"] / r["measured_cycles"] for r in sub]
+            ax.bar(x, ratio, color=_color(key), alpha=0.7, gid=f"issue:{key}:cycles")
+            for xi, v in enumerate(ratio):
+                ax.annotate(f"{v:.2f}", (xi, v), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
+            ax.axhline(1.0, color="#555555", lw=0.8, ls="--")
+            ax.set_ylabel("predicted / measured SM cycles")
+            ax.set_ylim(0, 1.3)
+            ax.set_title(f"{key} at {clock:.0f} MHz: cycles vs ncu", fontsize=9)
+        ax.set_xticks(x, labels)
+        ax.set_xlabel("kernel")
+        if key in pub:
+            ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return _with_titles(fig, title, subtitle)

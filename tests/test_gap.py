@@ -63,7 +63,10 @@ def test_every_entry_has_a_source():
     keys = set(GPUS["sources"])
     for key, gpu in GPUS["gpus"].items():
         assert gpu["name"] and gpu["arch"] in ("sm_80", "sm_86", "sm_90") and gpu["match"]
-        fields = [f for f, e in gpu.items() if isinstance(e, dict)]
+        fields = [f for f, e in gpu.items() if isinstance(e, dict) and f != "issue_model"]
+        for f, e in gpu.get("issue_model", {}).items():  # issue-13 constants: flags may be 0
+            assert isinstance(e["value"], (int, float)) and e["value"] >= 0 and e["unit"], (key, f)
+            assert e["source"].split()[0].rstrip(";:,") in keys, (key, f)
         assert {"sm_count", "boost_clock_mhz", "mma_sync_flop_per_clk_sm", "fp32_lanes_per_clk_sm",
                 "mufu_lanes_per_clk_sm", "issue_warp_inst_per_clk_sm", "smem_bytes_per_clk_sm",
                 "lsu_warp_inst_per_clk_sm", "dram_gbs", "l2_mb", "smem_per_sm_kb"} <= set(fields)

@@ -69,9 +69,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from .parse import LAUNCH_KEY, launch_identity, sidecar_path
+from ..parse import LAUNCH_KEY, launch_identity, sidecar_path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent
 GPUS_FILE = HERE / "gpus.json"
 PUBLISHED_FILE = HERE / "published.json"
 
@@ -803,8 +803,8 @@ def gap_paths(reports=None, sass: str | Path | None = None, bench=None,
     reports/*/bench.csv, optional). Raises ReportError for an unusable explicit input."""
     import warnings
 
-    from .errors import ReportError
-    from .parse import load_frame
+    from ..errors import ReportError
+    from ..parse import load_frame
 
     paths = list(reports) if reports else default_reports()
     if not paths:

@@ -1,0 +1,125 @@
+"""Per-GPU constants of the issue model: one ``Machine`` per gpus.json key.
+
+Everything comes from ``analysis/gpus.json`` (each value carries its source there): the
+per-SM throughputs become per-sub-partition issue intervals (cycles between two warp
+instructions on one pipe), the ``issue_model`` block gives latencies, the bench clock and
+the GA10x FP32/INT32 datapath sharing. For the H200, a measured ``reports/h200/
+ceilings.json`` (microbenchmarks) replaces the literature latencies when present.
+Nothing here is fitted to any measured or published % of FA2.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .throughput import GPUS_FILE, REPO, load_gpus
+
+CEILINGS = REPO / "reports" / "h200" / "ceilings.json"
+SUBPARTITIONS = 4  # cuda_pg_cc: 4 warp schedulers per SM
+FLOP_PER_HMMA = 2 * 16 * 8 * 16
+# Literature constants that the sensitivity table varies by +-20 %.
+SENSITIVE = ("smem_latency", "l1_latency", "l2_latency", "mufu_latency", "barrier_latency",
+             "mio_queue_depth", "lsu_per_clk_sm")
+# ceilings.json latency names -> Machine fields (cycles).
+_CEILING_LATENCY = {"lds_32": "smem_latency", "mufu_ex2": "mufu_latency",
+                    "bar_sync_128": "barrier_latency"}
+
+
+@dataclass(frozen=True)
+class Machine:
+    gpu_key: str
+    name: str
+    arch: str
+    sm_count: int
+    clock_mhz: float
+    hmma_interval: float      # cycles per HMMA.16816 (fp32 accumulate) per sub-partition
+    fp32_halves: int          # 16-lane FP32 datapaths per sub-partition (1 GA100, 2 GA102/GH100)
+    int_shares_fp32: bool     # GA10x: the second FP32 datapath is also the INT32 one
+    alu_interval: float
+    mufu_interval: float
+    lsu_per_clk_sm: float     # LSU/MIO warp instructions accepted per SM clock
+    smem_latency: float
+    l1_latency: float
+    l2_latency: float
+    mufu_latency: float
+    barrier_latency: float
+    mio_queue_depth: float
+    max_warps_per_sm: int
+    regs_per_sm: int
+    smem_per_sm_kb: float
+    smem_reserved_per_cta_kb: float
+    sources: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def fp32_interval(self) -> float:
+        return 2.0  # each 16-lane datapath takes a 32-thread warp instruction in 2 cycles
+
+    def scaled(self, name: str, factor: float) -> "Machine":
+        return replace(self, **{name: getattr(self, name) * factor})
+
+
+def _v(entry) -> float:
+    return float(entry["value"]) if isinstance(entry, dict) else float(entry)
+
+
+def machine(gpu_key: str, gpus: dict | None = None, ceilings: Path | None = CEILINGS) -> Machine:
+    """The Machine of one gpus.json key (KeyError with the known keys if absent)."""
+    gpus = gpus or load_gpus(GPUS_FILE)
+    if gpu_key not in gpus["gpus"]:
+        raise KeyError(f"unknown GPU {gpu_key!r}: known {sorted(gpus['gpus'])}")
+    g = gpus["gpus"][gpu_key]
+    im = g.get("issue_model")
+    if not im:
+        raise KeyError(f"{gpu_key}: gpus.json has no issue_model block")
+    per_sp = 1.0 / SUBPARTITIONS
+    fields = dict(
+        gpu_key=gpu_key, name=g["name"], arch=g["arch"], sm_count=int(_v(g["sm_count"])),
+        clock_mhz=_v(im["bench_clock_mhz"]),
+        hmma_interval=FLOP_PER_HMMA / (_v(g["mma_sync_flop_per_clk_sm"]) * per_sp),
+        fp32_halves=max(1, round(_v(g["fp32_lanes_per_clk_sm"]) * per_sp / 16)),
+        int_shares_fp32=bool(_v(im["int_shares_fp32_datapath"])),
+        alu_interval=32 / (_v(g["alu_lanes_per_clk_sm"]) * per_sp),
+        mufu_interval=32 / (_v(g["mufu_lanes_per_clk_sm"]) * per_sp),
+        lsu_per_clk_sm=_v(g["lsu_warp_inst_per_clk_sm"]),
+        smem_latency=_v(im["smem_latency"]), l1_latency=_v(im["l1_latency"]),
+        l2_latency=_v(im["l2_latency"]), mufu_latency=_v(im["mufu_latency"]),
+        barrier_latency=_v(im["barrier_latency"]), mio_queue_depth=_v(im["mio_queue_depth"]),
+        max_warps_per_sm=int(_v(im["max_warps_per_sm"])),
+        regs_per_sm=int(_v(g["registers_per_sm"])), smem_per_sm_kb=_v(g["smem_per_sm_kb"]),
+        smem_reserved_per_cta_kb=_v(im["smem_reserved_per_cta_kb"]),
+        sources={k: v["source"] for k, v in im.items()},
+    )
+    if g["arch"] == "sm_90" and ceilings is not None and Path(ceilings).is_file():
+        fields.update(_measured(Path(ceilings), fields["sources"]))
+    return Machine(**fields)
+
+
+def _measured(path: Path, sources: dict) -> dict:
+    """Latencies measured by the H200 microbenchmarks (cycles), where present."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for m in data.get("measurements", []):
+        name = _CEILING_LATENCY.get(m.get("name")) if m.get("kind") == "latency" else None
+        v = m.get("value")
+        if name and isinstance(v, (int, float)) and math.isfinite(v) and v > 0:
+            out[name] = float(v)
+            sources[name] = f"measured: {path.name} latency {m['name']}"
+    return out
+
+
+def occupancy(m: Machine, regs_per_thread: int, smem_bytes: int, warps_per_cta: int) -> dict:
+    """CTAs per SM and which resource limits it (registers allocated per warp in units of
+    256, cuda_pg_cc; shared memory plus the per-CTA reservation; resident warps)."""
+    regs_warp = math.ceil(regs_per_thread * 32 / 256) * 256
+    by = {
+        "registers": m.regs_per_sm // (regs_warp * warps_per_cta),
+        "shared memory": int(m.smem_per_sm_kb * 1024 // (smem_bytes + m.smem_reserved_per_cta_kb * 1024)),
+        "warps": m.max_warps_per_sm // warps_per_cta,
+    }
+    limit = min(by, key=by.get)
+    return {"ctas": max(0, by[limit]), "limit": limit, **{f"by_{k.split()[0]}": v for k, v in by.items()}}

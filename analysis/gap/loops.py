@@ -1,0 +1,123 @@
+"""The KV-loop SASS the issue model runs, per target and arch, from committed text files.
+
+* Kernels 1-7: ``reports/sass/loops/<slug>_<arch>.sass`` -- the fp16 function's main loop
+  (controls.main_loop), raw encodings included, with a header: function name, total
+  instruction count, loop span, registers, shared memory. ``python -m analysis.gap.loops``
+  regenerates them from the static builds (kernels.sass, the venv's nvcc wheel).
+* FA2: ``reports/sass/fa2/fa2_<arch>.sass`` -- the whole function PyTorch runs (header says
+  where it came from); the loop is found here.
+Each ``LoopCode`` carries what the model needs besides the body: total instructions,
+registers, shared memory per CTA, warps per CTA, tile (B_r, B_c).
+"""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .controls import Inst, SassError, main_loop, parse
+from .throughput import REPO
+
+LOOP_DIR = REPO / "reports" / "sass" / "loops"
+FA2_DIR = REPO / "reports" / "sass" / "fa2"
+# FA2 tile per arch (run_mha_fwd_hdim128, see the header of the fa2 files) and its smem:
+# Q (B_r x 128) + K and V (B_c x 128 each), fp16 (Flash_fwd_kernel_traits::kSmemSize).
+FA2_TILE = {"sm_80": (128, 64, 4), "sm_86": (128, 32, 4), "sm_90": (128, 64, 4)}
+_HDR = re.compile(r"^#\s*(\w+):\s*(.*)$")
+
+
+@dataclass(frozen=True)
+class LoopCode:
+    target: str
+    arch: str
+    body: tuple[Inst, ...]
+    total_insts: int
+    registers: int
+    smem_bytes: int
+    warps: int
+    B_r: int
+    B_c: int
+    source: str
+
+    @property
+    def flop_per_iter(self) -> float:
+        """FLOP one CTA does per KV block: S = Q K^T and O += P V, d = 128."""
+        return 4.0 * self.B_r * self.B_c * 128
+
+
+def _header(text: str) -> dict:
+    out = {}
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        if m := _HDR.match(line):
+            out[m.group(1)] = m.group(2).strip()
+    return out
+
+
+def fa2_loop(arch: str) -> LoopCode:
+    path = FA2_DIR / f"fa2_{arch.replace('_', '')}.sass"
+    if not path.is_file():
+        raise SassError(f"{path.relative_to(REPO)}: no FA2 SASS for {arch}")
+    text = path.read_text()
+    insts = next(iter(parse(text).values()))
+    lo, hi = main_loop(insts)
+    regs = int(re.search(r"REG:(\d+)", text).group(1))
+    br, bc, w = FA2_TILE[arch]
+    return LoopCode("ref", arch, tuple(insts[lo:hi + 1]), len(insts), regs, (br + 2 * bc) * 128 * 2,
+                    w, br, bc, str(path.relative_to(REPO)))
+
+
+def kernel_loop(target: str, arch: str, slug: str) -> LoopCode:
+    path = LOOP_DIR / f"{slug}_{arch}.sass"
+    if not path.is_file():
+        raise SassError(f"{path.relative_to(REPO)}: no loop SASS (python -m analysis.gap.loops)")
+    text = path.read_text()
+    h = _header(text)
+    body = next(iter(parse(text).values()))
+    return LoopCode(target, arch, tuple(body), int(h["total_instructions"]), int(h["registers"]),
+                    int(h["smem_bytes"]), int(h["warps"]), int(h["B_r"]), int(h["B_c"]),
+                    str(path.relative_to(REPO)))
+
+
+def write_kernel_loops(jobs) -> list[Path]:
+    """Build (kernels.sass) and write the loop files of (KernelConfig, arch) pairs."""
+    from kernels.sass import build_many, dump_sass, ptxas_report, log_path, pick_function
+
+    LOOP_DIR.mkdir(parents=True, exist_ok=True)
+    out = []
+    for (cfg, arch), cubin in build_many(jobs).items():
+        per_fn = parse(dump_sass(cubin))
+        fn = pick_function(per_fn, "fp16")
+        insts = per_fn[fn]
+        lo, hi = main_loop(insts)
+        stats = ptxas_report(log_path(cubin))[fn]
+        smem = (cfg.B_r + 2 * cfg.B_c) * cfg.d_head * 2
+        lines = [f"# kernel config {cfg.slug}, {arch}, fp16: main KV loop of {fn}",
+                 "# from: python -m analysis.gap.loops (kernels.sass static build, cuobjdump -sass)",
+                 f"# total_instructions: {len(insts)}", f"# loop_span: {insts[lo].addr:#06x}-{insts[hi].addr:#06x}",
+                 f"# registers: {stats.registers}", f"# smem_bytes: {smem}", f"# warps: {cfg.n_warps}",
+                 f"# B_r: {cfg.B_r}", f"# B_c: {cfg.B_c}", f"Function : {fn}"]
+        for i in insts[lo:hi + 1]:
+            text = f"{i.predicate} {i.op} {i.operands}".strip()
+            lines.append(f"/*{i.addr:04x}*/ {text} ; /* 0x{i.low:016x} */")
+            lines.append(f"/* 0x{i.high:016x} */")
+        path = LOOP_DIR / f"{cfg.slug}_{arch}.sass"
+        path.write_text("\n".join(lines) + "\n")
+        out.append(path)
+    return out
+
+
+def main(argv=None) -> int:
+    from kernels.config import variant, load_tuned
+
+    jobs = [(variant(k), a) for a in ("sm_80", "sm_86", "sm_90") for k in range(1, 8)]
+    jobs += [(cfg, "sm_90") for cfg in load_tuned().values()]
+    for p in write_kernel_loops(jobs):
+        print(p.relative_to(REPO))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

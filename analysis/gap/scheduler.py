@@ -1,0 +1,268 @@
+"""In-order issue simulation of one SM running the KV loop of resident CTAs.
+
+Input: the loop body (``controls.Inst`` list, straight-line: forward branches fall
+through, the back edge repeats the body), a ``constants.Machine``, CTAs per SM and warps
+per CTA. Output: steady-state SM cycles per loop iteration (all resident CTAs advance one
+KV block) and where the sub-partitions' issue slots went.
+
+Rules, per SM sub-partition (warp w lives on sub-partition w mod 4), one warp instruction
+issued per cycle, greedy-then-oldest warp choice. A warp's next instruction may issue when
+* its previous instruction's stall count has elapsed (the compiler's fixed-latency
+  scheduling, read from the control code);
+* every dependency barrier in its wait mask is clear (variable-latency producers: set on
+  issue, cleared at their modelled completion); ``DEPBAR.LE SBk, n`` waits until at most n
+  LDGDEPBAR groups are in flight;
+* its pipe is free: tensor (HMMA every ``hmma_interval``), FP32 (one or two 16-lane
+  datapaths, IMAD on the first only; on GA10x integer ALU work shares the second),
+  ALU, XU/MUFU, and the SM-wide LSU/MIO port (``lsu_per_clk_sm``);
+* for shared-memory instructions, fewer than ``mio_queue_depth`` of its sub-partition's
+  shared-memory requests wait for the data path;
+* ``BAR.SYNC``: all warps of its CTA have arrived (+ ``barrier_latency``).
+Shared memory serves one 128-byte wavefront per SM clock (LDSM.x4 / LDS.128 / STS.128 =
+4 wavefronts, times a bank-conflict factor given per kernel); completion = end of its
+wavefronts + ``smem_latency``. LDGSTS completes after ``l2_latency``; LDL/STL after
+``l1_latency``; MUFU after ``mufu_latency``.
+Besides the cycles, every resident warp's state each cycle is counted (issued, the first
+rule that blocks it, or "not selected"), per issued instruction: the model's counterpart
+of Nsight Compute's smsp__average_warps_issue_stalled_<reason>_per_issue_active.
+Not modelled: taken forward branches inside the loop, instruction cache, register-bank
+conflicts, L2/DRAM bandwidth.
+"""
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass
+
+from .constants import SUBPARTITIONS, Machine
+from .controls import Inst
+
+FP32_OPS = {"FADD", "FMUL", "FFMA", "FADD32I", "FMUL32I", "FFMA32I", "FSWZADD", "HADD2",
+            "HMUL2", "HFMA2"}
+IMAD_OPS = {"IMAD", "IMUL", "IMADSP", "IDP", "IDP4A", "IMAD32I", "IMUL32I"}
+XU_OPS = {"MUFU", "I2F", "F2I", "F2F", "FRND", "I2I", "FLO", "POPC", "BREV"}
+SMEM_OPS = {"LDS", "STS", "LDSM", "STSM", "LDGSTS", "ATOMS"}
+LOCAL_OPS = {"LDL", "STL", "LDG", "STG", "LD", "ST", "SHFL", "S2R", "LDC", "RED", "ATOMG"}
+FREE_OPS = {"BRA", "NOP", "BSSY", "BSYNC", "WARPSYNC", "DEPBAR", "LDGDEPBAR", "EXIT", "YIELD"}
+ALU_OPS = {"FMNMX", "FSETP", "FSEL", "FCHK", "FSET", "ISETP", "IADD3", "IADD", "IABS", "IMNMX",
+           "VIADD", "LOP3", "LOP", "SHF", "SHL", "SHR", "LEA", "SEL", "MOV", "PRMT", "F2FP",
+           "PLOP3", "P2R", "R2P", "BMSK", "SGXT", "HSETP2", "HMNMX2", "CS2R", "IADD32I", "LOP32I", "MOV32I"}
+
+
+JITTER = 4.0  # cycles; an assumption (see simulate), not a fitted value
+
+
+def wavefronts(i: Inst) -> int:
+    """128-byte shared-memory wavefronts of one conflict-free warp access: LDSM.16.M88.n
+    moves n 8x8 fp16 matrices (n x 128 B); LDS/STS .128 / .64 move 512 / 256 B; LDGSTS
+    .128 writes 512 B."""
+    mods = i.op.upper().split(".")[1:]
+    if i.base in ("LDSM", "STSM") and mods and mods[-1] in ("1", "2", "4"):
+        return int(mods[-1])
+    if "128" in mods:
+        return 4
+    if "64" in mods:
+        return 2
+    return 1
+
+
+def pipe(i: Inst) -> str:
+    b = i.base
+    if b == "HMMA":
+        return "tensor"
+    if b in IMAD_OPS:
+        return "imad"
+    if b in FP32_OPS:
+        return "fp32"
+    if b in XU_OPS:
+        return "xu"
+    if b in SMEM_OPS:
+        return "smem"
+    if b in LOCAL_OPS:
+        return "lsu"
+    if b == "BAR":
+        return "bar"
+    if b in FREE_OPS or b.startswith("U") or b in ("R2UR", "S2UR", "VOTEU"):
+        return "none"
+    return "alu"
+
+
+@dataclass
+class _Warp:
+    wid: int
+    cta: int
+    sp: int
+    pc: int = 0
+    it: int = 0
+    ready: float = 0.0
+    at_bar: bool = False
+    bar_key: tuple = ()
+
+
+def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterations: int = 8,
+             conflict: float = 1.0, seed: int = 0) -> dict:
+    """Steady-state cycles per loop iteration of ``ctas`` CTAs on one SM. ``seed`` > 0
+    starts each CTA after a pseudo-random delay of 0-255 cycles (CTAs never start in
+    lockstep on hardware) and adds 0-``JITTER`` cycles to every variable-latency
+    completion. A deterministic schedule locks into one of several steady states that
+    differ by a few per cent (a 0.1 % change of one latency can flip it), so callers
+    average a few seeds and report the spread."""
+    if not body or ctas < 1:
+        raise ValueError("empty loop body or no resident CTA")
+    n = len(body)
+    pipes = [pipe(i) for i in body]
+    waves = [wavefronts(i) for i in body]
+    rng = random.Random(seed)
+    delay = [rng.randint(0, 255) if seed else 0 for _ in range(ctas)]
+    warps = [_Warp(w, w // warps_per_cta, w % SUBPARTITIONS, ready=float(delay[w // warps_per_cta]))
+             for w in range(ctas * warps_per_cta)]
+    sb = [[0.0] * 6 for _ in warps]           # barrier release times
+    groups: list[list[float]] = [[] for _ in warps]  # LDGDEPBAR group completion times
+    open_group = [0.0 for _ in warps]
+    busy = [dict(tensor=0.0, fp32a=0.0, fp32b=0.0, alu=0.0, xu=0.0) for _ in range(SUBPARTITIONS)]
+    smem_free, lsu_free = 0.0, 0.0
+    smem_starts: list[list[float]] = [[] for _ in range(SUBPARTITIONS)]
+    bar_arrived: Counter = Counter()
+    bar_release: dict = {}
+    last = [None] * SUBPARTITIONS
+    finish = {}
+    stalls: Counter = Counter()
+    warp_states: Counter = Counter()
+    t = 0
+    progressed, hist = 0, []
+    limit = iterations * n * len(warps) * 40 + 10000
+    while len(finish) < len(warps) * (iterations + 1) and t < limit:
+        for sp in range(SUBPARTITIONS):
+            cand = [w for w in warps if w.sp == sp and w.it < iterations]
+            if last[sp] is not None and last[sp] in cand:
+                cand.remove(last[sp])
+                cand.insert(0, last[sp])
+            issued = False
+            reason = "idle" if not cand else None
+            whys = [_blocked(w, body[w.pc], pipes[w.pc], t, sb[w.wid], groups[w.wid], busy[sp],
+                             m, smem_starts[sp], lsu_free, bar_release) for w in cand]
+            chosen = next((w for w, y in zip(cand, whys) if y is None), None)
+            for w, y in zip(cand, whys):
+                if w.it >= 1:  # per-warp states after the first pass (ncu's stall reasons)
+                    warp_states["issued" if w is chosen else (y or "not selected")] += 1
+            for w, why in zip(cand, whys):
+                if why:
+                    reason = reason or why
+                    continue
+                i, p = body[w.pc], pipes[w.pc]
+                c = i.ctrl
+                done = t + 1
+                if p == "tensor":
+                    busy[sp]["tensor"] = t + m.hmma_interval
+                elif p == "imad":
+                    busy[sp]["fp32a"] = t + m.fp32_interval
+                elif p == "fp32":
+                    unit = "fp32a" if m.fp32_halves == 1 or busy[sp]["fp32a"] <= busy[sp]["fp32b"] else "fp32b"
+                    busy[sp][unit] = t + m.fp32_interval
+                elif p == "alu":
+                    unit = "fp32b" if m.int_shares_fp32 else "alu"
+                    busy[sp][unit] = t + m.alu_interval
+                elif p == "xu":
+                    busy[sp]["xu"] = t + m.mufu_interval
+                    done = t + m.mufu_latency
+                elif p in ("smem", "lsu"):
+                    lsu_free = max(lsu_free, t) + 1.0 / m.lsu_per_clk_sm
+                    if p == "smem":
+                        start = max(t, smem_free)
+                        wf = waves[w.pc] * (conflict if i.base != "LDGSTS" else 1.0)
+                        smem_free = start + wf
+                        smem_starts[sp].append(start)
+                        done = start + wf + (m.l2_latency if i.base == "LDGSTS" else m.smem_latency)
+                        if i.base == "LDGSTS":
+                            open_group[w.wid] = max(open_group[w.wid], done)
+                    else:
+                        done = t + (m.smem_latency if i.base == "SHFL" else m.l1_latency)
+                if seed and done > t + 1:  # variable latency varies: 0-4 cycles of jitter
+                    done += rng.random() * JITTER
+                if i.base == "LDGDEPBAR":
+                    groups[w.wid].append(open_group[w.wid])
+                    open_group[w.wid] = 0.0
+                if c.write_barrier is not None:
+                    sb[w.wid][c.write_barrier] = max(sb[w.wid][c.write_barrier], done)
+                if c.read_barrier is not None:
+                    sb[w.wid][c.read_barrier] = max(sb[w.wid][c.read_barrier], t + 2)
+                if p == "bar":
+                    key = (w.cta, w.it, w.pc)
+                    bar_arrived[key] += 1
+                    if bar_arrived[key] == warps_per_cta:
+                        bar_release[key] = t + m.barrier_latency
+                    w.at_bar, w.bar_key = True, key
+                w.ready = t + max(1, c.stall)
+                _advance(w, n, finish, t)
+                last[sp] = w
+                progressed += 1
+                issued = True
+                break
+            stalls["issued" if issued else reason] += 1
+        hist.append(progressed)
+        t += 1
+    done_it = {k: max(v for (wid, it), v in finish.items() if it == k) for k in range(1, iterations + 1)}
+    # Steady state over the window in which every warp is past its first iteration and
+    # none has finished: the SM's instruction throughput there, per full loop pass of all
+    # resident warps (CTAs drift apart, so per-warp finish times alone would mislead).
+    t_a = done_it[1]
+    t_b = min(v for (wid, it), v in finish.items() if it == iterations)
+    if t_b <= t_a:
+        t_a, t_b = 0, done_it[iterations]
+    insts = hist[min(t_b, len(hist) - 1)] - hist[min(t_a, len(hist) - 1)]
+    per_iter = len(warps) * n * (t_b - t_a) / insts if insts else float("nan")
+    total = sum(stalls.values())
+    n_issued = warp_states.pop("issued", 0) or 1
+    return {"cycles_per_iter": per_iter, "slots": {k: v / total for k, v in stalls.items()},
+            "warps_per_issue": {k: v / n_issued for k, v in warp_states.items()},
+            "simulated_cycles": t}
+
+
+def _advance(w: _Warp, n: int, finish: dict, t: int) -> None:
+    w.pc += 1
+    if w.pc == n:
+        w.pc = 0
+        w.it += 1
+        finish[(w.wid, w.it)] = t
+    finish.setdefault((w.wid, 0), 0)
+
+
+def _blocked(w, i, p, t, sb, groups, busy, m, starts, lsu_free, bar_release) -> str | None:
+    if w.at_bar:
+        if bar_release.get(w.bar_key, float("inf")) > t:
+            return "barrier"
+        w.at_bar = False
+    if t < w.ready:
+        return "stall count"
+    for b in i.ctrl.waits_on:
+        if sb[b] > t:
+            return "wait barrier"
+    if i.base == "DEPBAR":
+        allowed = _depbar_n(i)
+        pending = sorted(g for g in groups if g > t)
+        if len(pending) > allowed:
+            return "wait barrier"
+    if p == "tensor" and busy["tensor"] > t:
+        return "tensor pipe"
+    if p == "imad" and busy["fp32a"] > t:
+        return "fma pipe"
+    if p == "fp32" and min(busy["fp32a"], busy["fp32b"] if m.fp32_halves > 1 else busy["fp32a"]) > t:
+        return "fma pipe"
+    if p == "alu" and busy["fp32b" if m.int_shares_fp32 else "alu"] > t:
+        return "alu pipe"
+    if p == "xu" and busy["xu"] > t:
+        return "xu pipe"
+    if p in ("smem", "lsu"):
+        if lsu_free > t:
+            return "lsu/mio"
+        if p == "smem" and sum(1 for s in starts[-64:] if s > t) >= m.mio_queue_depth:
+            return "mio throttle"
+    return None
+
+
+def _depbar_n(i: Inst) -> int:
+    parts = [p.strip() for p in i.operands.split(",")]
+    try:
+        return int(parts[1], 0) if len(parts) > 1 else 0
+    except ValueError:
+        return 0
