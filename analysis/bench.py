@@ -17,6 +17,8 @@ import math
 
 import pandas as pd
 
+from kernels.common import harmonic_mean
+
 SASS_ARCH, SASS_DTYPE = "sm_90", "fp16"
 # The seed's RTX 3090 winner (kernel 7 there): 64x64 tiles, 4 warps, K fragments
 # interleaved by 2 (Q0/K2/V0), register double buffering, optimised softmax.
@@ -31,13 +33,6 @@ SWEEP_PARAMS = (TILE, "B_r", "B_c", "n_warps", FRAGMENTS, "mma_double_buffer_loa
 PARAM_LABELS = {TILE: "tile B_r\u00d7B_c\u00d7warps", "B_r": "B_r", "B_c": "B_c", "n_warps": "warps",
                 FRAGMENTS: "Q/K/V fragments", "mma_double_buffer_loads": "register double buffer",
                 "optimized_softmax": "optimised softmax"}
-
-
-def harmonic_mean(values) -> float:
-    v = [float(x) for x in values]
-    if not v or any(x <= 0 or math.isnan(x) for x in v):
-        return math.nan
-    return len(v) / sum(1.0 / x for x in v)
 
 
 def bench_headline(bench: pd.DataFrame, ref: str = "ref", at_seq: int | None = 4096) -> pd.DataFrame:

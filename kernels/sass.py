@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from kernels.config import KERNEL_IDS, ConfigError, KernelConfig, load_tuned, variant
+from kernels.nvcc import BuildError, build_file, nvcc_path
 from kernels.toolchain import ToolchainError, find_toolchain
 
 PKG_DIR = Path(__file__).resolve().parent
@@ -47,10 +48,6 @@ DTYPES = ("fp16", "bf16")
 _DTYPE_MANGLE = {"fp16": "6__half", "bf16": "13__nv_bfloat16"}
 NVCC_FLAGS = ("-cubin", "-O3", "-lineinfo", "-std=c++17", "-Xptxas", "-v")
 _ARCH_RE = re.compile(r"^sm_(\d{2,3})[af]?$")
-
-
-class BuildError(RuntimeError):
-    """nvcc failed, or its output is not what a static report needs."""
 
 
 # ----------------------------------------------------------------------- build
@@ -74,8 +71,7 @@ def _sources() -> list[Path]:
 
 
 def nvcc_command(cfg: KernelConfig, arch: str, out: Path) -> list[str]:
-    nvcc = find_toolchain("nvcc", "ptxas").path("nvcc")
-    return [str(nvcc), *NVCC_FLAGS, f"-arch={arch}", *cfg.nvcc_flags(),
+    return [nvcc_path(), *NVCC_FLAGS, f"-arch={arch}", *cfg.nvcc_flags(),
             f"-I{CSRC}", "-o", str(out), str(ENTRY)]
 
 
@@ -115,21 +111,10 @@ def compile_cubin(cfg: KernelConfig, arch: str = "sm_90", *, force: bool = False
     out = cubin_path(cfg, arch)
     if out.exists() and log_path(out).exists() and not force:
         return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.stem}.{os.getpid()}.cubin")  # concurrent builders never
-    cmd = nvcc_command(cfg, arch, tmp)                          # see a half-written file
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
-    log = proc.stdout + proc.stderr
-    if proc.returncode != 0 or not tmp.exists():
-        tmp.unlink(missing_ok=True)
-        errors = [ln for ln in log.splitlines() if "error" in ln.lower()] or log.splitlines()
-        raise BuildError(f"nvcc failed for kernel {cfg.slug} ({arch}), exit "
-                         f"{proc.returncode}:\n" + "\n".join(errors[:20])
-                         + f"\ncommand: {' '.join(cmd)}")
     opcodes_path(out).unlink(missing_ok=True)  # disassembly of the old cubin, if any
     loop_path(out).unlink(missing_ok=True)
+    _, log = build_file(lambda tmp: nvcc_command(cfg, arch, tmp), out, f"kernel {cfg.slug} ({arch})")
     log_path(out).write_text(log)
-    os.replace(tmp, out)
     return out
 
 
