@@ -8,14 +8,14 @@ a user-facing problem raises ``FiguresError`` (one line, exit 2).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
+
+from kernels.common import write_atomic
 
 from . import plots
 from .parse import REPORT_SUFFIX, cache_file, launch_identity, load_frame, load_source_frame
@@ -213,11 +213,7 @@ def _cached_source(path: Path, cache: bool = True) -> pd.DataFrame:
     if target is not None:
         try:
             target.parent.mkdir(exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-            os.close(fd)
-            frame.to_parquet(tmp, index=False)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, target)
+            write_atomic(target, lambda tmp: frame.to_parquet(tmp, index=False))
             stem = target.name.split(".", 1)[0]
             for old in target.parent.glob(f"{stem}.*.src.parquet"):
                 if old != target:

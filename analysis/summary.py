@@ -32,7 +32,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import recipes
-from .parse import LAUNCH_KEY, REPORT_SUFFIX, SHAPE_FIELDS, launch_identity, load_frame
+from .parse import LAUNCH_KEY, REPORT_SUFFIX, SHAPE_FIELDS, launch_identity, load_frame, per_launch
 from .pipes import pipes
 from .roofline import roofline
 from .stalls import STALL_REASONS, bank_conflicts, stalls
@@ -130,9 +130,8 @@ def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None,
     gpc_clock = frame[frame["metric"] == "gpc__cycles_elapsed.avg.per_second"].set_index(list(LAUNCH_KEY))["value"]
     inst_executed = frame[frame["metric"] == INST_EXECUTED_METRIC].set_index(list(LAUNCH_KEY))["value"]
     launches = {}
-    for key, sub in frame.groupby(list(LAUNCH_KEY), sort=False):
-        m = dict(zip(sub["metric"], sub["value"]))
-        launches[key] = {"metrics": m, "results": recipes.evaluate(m, sub["arch"].iloc[0])}
+    for key, arch, m in per_launch(frame):
+        launches[key] = {"metrics": m, "results": recipes.evaluate(m, arch)}
 
     refs = []
     for f in (frame, ref_frame):
