@@ -36,6 +36,7 @@ from .parse import LAUNCH_KEY, REPORT_SUFFIX, SHAPE_FIELDS, launch_identity, loa
 from .pipes import pipes
 from .roofline import roofline
 from .stalls import STALL_REASONS, bank_conflicts, stalls
+from .targets import kernel_key
 
 SUMMARY_KEYS = (
     "report", "path", "launch", "kernel", "variant", "title", "gpu", "arch",
@@ -88,8 +89,7 @@ def jsonable(obj):
 
 
 def _is_ref(report: str, variant) -> bool:
-    stem = str(report).rsplit("/", 1)[-1]
-    return variant == REF_VARIANT or stem == REF_VARIANT
+    return kernel_key(report, variant) == REF_VARIANT
 
 
 def find_ref_reports(paths) -> list[Path]:

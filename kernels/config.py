@@ -203,6 +203,9 @@ TITLES = {
 }
 
 KERNEL_IDS = tuple(VARIANTS)
+#: The references every kernel is compared with, as targets: "ref" = FlashAttention-2
+#: (PyTorch SDPA flash backend), "cudnn" = cuDNN SDPA; profiling/reference.py runs them.
+REFERENCE_IDS = ("ref", "cudnn")
 
 
 def load_tuned(path: Path = TUNED_FILE) -> dict[str, KernelConfig]:

@@ -117,3 +117,11 @@ def test_unknown_variant_raises(bad):
 
 def test_variant_accepts_strings():
     assert variant("3") == VARIANTS[3]
+
+
+def test_reference_targets_are_the_ones_profiling_can_run():
+    from kernels.config import REFERENCE_IDS
+    from profiling.reference import REFERENCES
+
+    assert set(REFERENCE_IDS) == set(REFERENCES)
+
