@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from kernels.cli import FlashprofError
 from kernels.common import write_atomic
 
 from . import plots
@@ -29,7 +30,7 @@ DEFAULT_REPORTS = ROOT / "reports" / "h200"
 DEFAULT_OUT = ROOT / "figures"
 
 
-class FiguresError(Exception):
+class FiguresError(FlashprofError):
     """A user-facing problem (bad arguments, missing inputs): one line, exit 2."""
 
 

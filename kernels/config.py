@@ -14,6 +14,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from kernels.cli import FlashprofError
+
 TUNED_FILE = Path(__file__).with_name("tuned.json")
 
 # Faults that can be compiled into a variant on purpose, so that tests can prove the
@@ -21,7 +23,7 @@ TUNED_FILE = Path(__file__).with_name("tuned.json")
 FAULTS = ("none", "skip_rescale", "drop_last_block")
 
 
-class ConfigError(ValueError):
+class ConfigError(FlashprofError, ValueError):
     """A configuration that the kernel template cannot build."""
 
 

@@ -12,13 +12,16 @@ import os
 import subprocess
 from pathlib import Path
 
+from kernels.cli import FlashprofError
 from kernels.toolchain import find_toolchain
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-class BuildError(RuntimeError):
+class BuildError(FlashprofError, RuntimeError):
     """nvcc failed, or its output is not what the caller needs."""
+
+    exit_code = 1
 
 
 def nvcc_path() -> str:

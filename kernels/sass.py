@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from kernels.cli import ArgumentParser, FlashprofError, run_cli
 from kernels.config import KERNEL_IDS, ConfigError, KernelConfig, load_tuned, variant
 from kernels.nvcc import BuildError, build_file, nvcc_path
-from kernels.toolchain import ToolchainError, find_toolchain
+from kernels.toolchain import find_toolchain
 
 PKG_DIR = Path(__file__).resolve().parent
 REPO = PKG_DIR.parent
@@ -444,14 +445,8 @@ def write_data(out_dir: Path = DATA_DIR, *, check: bool = False) -> list[Path]:
 
 
 # ------------------------------------------------------------------------ CLI
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, no usage dump
-        _fail(message)
-
-
-def _fail(message: str, code: int = 2):
-    print(f"sass: error: {message}", file=sys.stderr)
-    raise SystemExit(code)
+class StaleData(FlashprofError):
+    exit_code = 1
 
 
 def _kernel_arg(s: str) -> int:
@@ -503,45 +498,44 @@ def _diff_text(a: dict, b: dict) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        if argv and argv[0] == "diff":
-            p = _Parser(prog="python -m kernels.sass diff",
-                        description="opcode deltas from kernel A to kernel B")
-            p.add_argument("a", type=_kernel_arg)
-            p.add_argument("b", type=_kernel_arg)
-            _common(p)
-            args = p.parse_args(argv[1:])
-            check_arch(args.arch)
-            ra = static_report(args.a, args.arch, args.dtype)
-            rb = static_report(args.b, args.arch, args.dtype)
-            print(_diff_text(ra, rb))
-        elif argv and argv[0] == "data":
-            p = _Parser(prog="python -m kernels.sass data",
-                        description=f"write {DATA_DIR.relative_to(REPO)}/*.csv")
-            p.add_argument("--check", action="store_true",
-                           help="compare with the committed files instead of writing")
-            args = p.parse_args(argv[1:])
-            touched = write_data(check=args.check)
-            if args.check:
-                if touched:
-                    _fail("stale static data: " + ", ".join(map(str, touched))
-                          + " (run `make sass-data`)", 1)
-                print("static data up to date")
-            else:
-                print("\n".join(f"wrote {t.relative_to(REPO)}" for t in touched))
+    return run_cli("sass", lambda: _main(argv))
+
+
+def _main(argv: list[str]) -> int:
+    if argv and argv[0] == "diff":
+        p = ArgumentParser(prog="python -m kernels.sass diff",
+                           description="opcode deltas from kernel A to kernel B")
+        p.add_argument("a", type=_kernel_arg)
+        p.add_argument("b", type=_kernel_arg)
+        _common(p)
+        args = p.parse_args(argv[1:])
+        check_arch(args.arch)
+        ra = static_report(args.a, args.arch, args.dtype)
+        rb = static_report(args.b, args.arch, args.dtype)
+        print(_diff_text(ra, rb))
+    elif argv and argv[0] == "data":
+        p = ArgumentParser(prog="python -m kernels.sass data",
+                           description=f"write {DATA_DIR.relative_to(REPO)}/*.csv")
+        p.add_argument("--check", action="store_true",
+                       help="compare with the committed files instead of writing")
+        args = p.parse_args(argv[1:])
+        touched = write_data(check=args.check)
+        if args.check:
+            if touched:
+                raise StaleData("stale static data: " + ", ".join(map(str, touched))
+                                + " (run `make sass-data`)")
+            print("static data up to date")
         else:
-            p = _Parser(prog="python -m kernels.sass",
-                        description="registers, spills, smem and SASS opcodes of a kernel")
-            p.add_argument("kernel", type=_kernel_arg, help="kernel number, 1-7")
-            _common(p)
-            p.add_argument("--format", default="table", choices=("table", "json"))
-            args = p.parse_args(argv)
-            rep = static_report(args.kernel, args.arch, args.dtype)
-            print(json.dumps(rep, indent=2) if args.format == "json" else _table(rep))
-    except (ConfigError, ToolchainError) as e:
-        _fail(str(e))
-    except BuildError as e:
-        _fail(str(e), 1)
+            print("\n".join(f"wrote {t.relative_to(REPO)}" for t in touched))
+    else:
+        p = ArgumentParser(prog="python -m kernels.sass",
+                           description="registers, spills, smem and SASS opcodes of a kernel")
+        p.add_argument("kernel", type=_kernel_arg, help="kernel number, 1-7")
+        _common(p)
+        p.add_argument("--format", default="table", choices=("table", "json"))
+        args = p.parse_args(argv)
+        rep = static_report(args.kernel, args.arch, args.dtype)
+        print(json.dumps(rep, indent=2) if args.format == "json" else _table(rep))
     return 0
 
 
