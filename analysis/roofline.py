@@ -69,7 +69,7 @@ ROOFLINE_COLUMNS = (
     "flops_tensor", "flops_fp32", "flops_total", "tensor_ceiling", "fp32_ceiling",
     "bytes_per_s", "bw_ceiling", "ai_tensor", "ai_fp32", "ai_total",
     "ridge_tensor", "ridge_fp32", "bound_tensor",
-    # added with the recipes (issue 12): the launch's own FLOP kind and every kind's rate
+    # the launch's own FLOP kind and every kind's rate
     "flops_kind", "flops", "compute_ceiling", "ai", "ridge", "tensor_src",
     "flops_fp16", "flops_fp64", "fp16_ceiling", "fp64_ceiling",
     "flops_provenance", "bytes_provenance",
