@@ -4,18 +4,20 @@ profiling and analysis may import it, never the reverse.
 
 * ``harmonic_mean``: the mean of rates (TFLOP/s) over sequence lengths.
 * ``write_atomic``: a file appears whole or not at all (temp file + ``os.replace``).
+* ``write_csv_atomic``: rows (dicts) as a CSV file, written atomically.
 * ``move_to_history``: an old output and its JSON sidecar move to ``history/`` with their
   timestamp; nothing is ever deleted or overwritten.
 """
 from __future__ import annotations
 
+import csv
 import math
 import os
 import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-__all__ = ["harmonic_mean", "write_atomic", "move_to_history"]
+__all__ = ["harmonic_mean", "write_atomic", "write_csv_atomic", "move_to_history"]
 
 
 def harmonic_mean(values: Iterable) -> float:
@@ -46,6 +48,19 @@ def write_atomic(path: Path, content: str | bytes | Callable[[Path], object]) ->
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def write_csv_atomic(path: Path, fieldnames, rows, float_format: str | None = None) -> Path:
+    """``rows`` (dicts) under a header of ``fieldnames``; floats as ``float_format`` (e.g.
+    ``"{:.6g}"``) when given."""
+    def write(tmp: Path) -> None:
+        with tmp.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(fieldnames))
+            w.writeheader()
+            for r in rows:
+                w.writerow(r if float_format is None else
+                           {k: float_format.format(v) if isinstance(v, float) else v for k, v in r.items()})
+    return write_atomic(path, write)
 
 
 def move_to_history(path: Path, suffix: str | None = None, history: Path | None = None) -> Path | None:

@@ -13,13 +13,12 @@ output is reports/<gpu>/bench_<target name>.csv, its sidecar recording the targe
 """
 from __future__ import annotations
 
-import csv
 import statistics
 import sys
 import time
 from pathlib import Path
 
-from kernels.common import harmonic_mean, move_to_history, write_atomic
+from kernels.common import harmonic_mean, move_to_history, write_csv_atomic
 
 from .errors import ArgumentParser, FlashprofError, run_cli
 from .workload import BENCH_SEQS, Shape, check_dtype, make_inputs, seed_shape
@@ -131,13 +130,7 @@ def table(rows: list[dict]) -> str:
 
 
 def write_csv(rows: list[dict], path: Path) -> None:
-    def write(tmp: Path) -> None:
-        with tmp.open("w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=FIELDS)
-            w.writeheader()
-            for r in rows:
-                w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
-    write_atomic(path, write)
+    write_csv_atomic(path, FIELDS, rows, float_format="{:.6g}")
 
 
 def retire_file(path: Path) -> Path | None:

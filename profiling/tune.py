@@ -29,7 +29,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from kernels.common import harmonic_mean, write_atomic
+from kernels.common import harmonic_mean, write_atomic, write_csv_atomic
 from kernels.config import TUNED_FILE, ConfigError, KernelConfig
 
 from .errors import ArgumentParser, FlashprofError, run_cli
@@ -207,12 +207,7 @@ def save_winner(gpu_slug: str, hm: float, cfg: dict, pct: dict, dtype: str, seqs
 
 
 def write_static(rows: list[dict], path: Path) -> None:
-    def write(tmp: Path) -> None:
-        with tmp.open("w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=STATIC_FIELDS)
-            w.writeheader()
-            w.writerows(rows)
-    write_atomic(path, write)
+    write_csv_atomic(path, STATIC_FIELDS, rows)
 
 
 def main(argv: list[str] | None = None) -> int:

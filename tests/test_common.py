@@ -72,3 +72,15 @@ def test_move_to_history_double_suffix_sidecar_and_no_clobber(tmp_path):
     side.write_text("{}")
     with pytest.raises(ValueError):
         move_to_history(side, suffix=".csv")
+
+
+def test_write_csv_atomic_formats_floats_only_when_asked(tmp_path):
+    import csv
+
+    from kernels.common import write_csv_atomic
+
+    p = tmp_path / "t.csv"
+    write_csv_atomic(p, ["a", "b"], [{"a": 1 / 3, "b": "x"}], float_format="{:.3g}")
+    assert list(csv.DictReader(p.open())) == [{"a": "0.333", "b": "x"}]
+    write_csv_atomic(p, ("a", "b"), [{"a": 0.5, "b": 2}])
+    assert p.read_text().splitlines() == ["a,b", "0.5,2"]

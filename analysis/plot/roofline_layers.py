@@ -227,16 +227,7 @@ def _draw_zoom(ax, zx, sel: pd.DataFrame, crowd: pd.DataFrame) -> None:
             ends.append([right[2] / TF, right[1], rec])
     ends.sort(key=lambda e: e[0])
     gap = 0.042 * (y_hi - y_lo)
-    pos = [e[0] for e in ends]
-    for _ in range(50):
-        moved = False
-        for i in range(1, len(pos)):
-            if pos[i] - pos[i - 1] < gap:
-                mid = (pos[i] + pos[i - 1]) / 2
-                pos[i - 1], pos[i] = mid - gap / 2, mid + gap / 2
-                moved = True
-        if not moved:
-            break
+    pos = labels.spread_labels([e[0] for e in ends], gap, rounds=50, slack=0.0)
     for (fy, fx, rec), py in zip(ends, pos):
         zx.annotate(f"{rec['short']} {fy:.0f}", xy=(fx, fy), xytext=(fx * 1.9, py),
                     fontsize=7.5, color=kernel_color(rec["key"]), va="center", fontweight="bold",
