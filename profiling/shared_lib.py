@@ -31,8 +31,9 @@ def build_shared_lib(cfg: KernelConfig, arch: str, out_dir: Path) -> Path:
         return out
     try:
         return build_file(lambda tmp: shared_lib_command(cfg, arch, tmp), out, f"{cfg.slug} ({arch})")[0]
-    except BuildError as e:
-        raise FlashprofError(str(e).splitlines()[0] + ": " + "; ".join(str(e).splitlines()[1:2])) from None
+    except BuildError as e:  # one line for the tuner's log: the status and the first error
+        head, *errors = str(e).splitlines()
+        raise FlashprofError(f"{head.rstrip(':')}: {errors[0] if errors else 'no output'}") from None
 
 class SharedLibKernel:
     """fn(q, k, v, out=None) over a variant loaded with ctypes."""

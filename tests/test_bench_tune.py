@@ -199,3 +199,16 @@ def test_autotune_csv_best_is_tuned_json():
     best = max(scores, key=scores.get)
     assert best == entry["slug"]
     assert scores[best] == pytest.approx(entry["harmonic_mean_tflops"], abs=0.01)
+
+
+def test_shared_lib_build_failure_is_one_line(tmp_path, monkeypatch):
+    from kernels.config import variant
+    from profiling import shared_lib
+    from profiling.errors import FlashprofError
+
+    monkeypatch.setattr(shared_lib, "nvcc_path", lambda: "false")  # `false` exits 1 and writes nothing
+    with pytest.raises(FlashprofError) as exc:
+        shared_lib.build_shared_lib(variant(7), "sm_90", tmp_path)
+    msg = str(exc.value)
+    assert "\n" not in msg and msg.startswith(f"nvcc failed for {variant(7).slug} (sm_90), exit 1: ")
+    assert list(tmp_path.iterdir()) == []  # no half-written library left behind
