@@ -17,12 +17,15 @@ import math
 
 import pandas as pd
 
+from kernels.common import harmonic_mean
+from kernels.config import VARIANTS
+
 SASS_ARCH, SASS_DTYPE = "sm_90", "fp16"
-# The seed's RTX 3090 winner (kernel 7 there): 64x64 tiles, 4 warps, K fragments
-# interleaved by 2 (Q0/K2/V0), register double buffering, optimised softmax.
-SEED_3090_CONFIG = {"B_r": 64, "B_c": 64, "n_warps": 4, "Q_mma_load_K_fragments": 0,
-                    "K_mma_load_K_fragments": 2, "V_mma_load_K_fragments": 0,
-                    "mma_double_buffer_loads": True, "optimized_softmax": True}
+# The RTX 3090 winner of the kernel series (kernel 7's fallback config, kernels/config.py),
+# as the fields the sweep varies.
+SEED_3090_CONFIG = {k: v for k, v in VARIANTS[7].to_dict().items()
+                    if k in ("B_r", "B_c", "n_warps", "Q_mma_load_K_fragments", "K_mma_load_K_fragments",
+                             "V_mma_load_K_fragments", "mma_double_buffer_loads", "optimized_softmax")}
 # Candidate parameters of the sweep; "tile" is the combined B_r x B_c x warps shape.
 TILE = "tile"
 FRAGMENTS = "fragments"
@@ -31,13 +34,6 @@ SWEEP_PARAMS = (TILE, "B_r", "B_c", "n_warps", FRAGMENTS, "mma_double_buffer_loa
 PARAM_LABELS = {TILE: "tile B_r\u00d7B_c\u00d7warps", "B_r": "B_r", "B_c": "B_c", "n_warps": "warps",
                 FRAGMENTS: "Q/K/V fragments", "mma_double_buffer_loads": "register double buffer",
                 "optimized_softmax": "optimised softmax"}
-
-
-def harmonic_mean(values) -> float:
-    v = [float(x) for x in values]
-    if not v or any(x <= 0 or math.isnan(x) for x in v):
-        return math.nan
-    return len(v) / sum(1.0 / x for x in v)
 
 
 def bench_headline(bench: pd.DataFrame, ref: str = "ref", at_seq: int | None = 4096) -> pd.DataFrame:

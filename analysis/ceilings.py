@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from kernels.cli import ArgumentParser, run_cli
+
 from .errors import ReportError
 
 FILE = "ceilings.json"
@@ -133,17 +135,13 @@ def measured_roofs(frame: pd.DataFrame, sm_clock_hz: float | None = None) -> pd.
 
 
 def main(argv: list[str] | None = None) -> int:
-    import sys
+    p = ArgumentParser(prog="python -m analysis.ceilings", description="print a GPU's measured ceilings")
+    p.add_argument("path", help="reports/<gpu> or reports/<gpu>/ceilings.json")
+    args = p.parse_args(argv)
+    return run_cli("ceilings", lambda: _print(load(args.path)))
 
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m analysis.ceilings reports/<gpu>[/ceilings.json]", file=sys.stderr)
-        return 2
-    try:
-        frame = load(args[0])
-    except ReportError as e:
-        print(f"ceilings: error: {e}", file=sys.stderr)
-        return 2
+
+def _print(frame: pd.DataFrame) -> int:
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         print(frame.drop(columns=["gpu", "arch", "sm_count", "source_of_theoretical"]).to_string(index=False))
     return 0

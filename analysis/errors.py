@@ -5,8 +5,10 @@ the figures code) can catch report problems without catching programming errors.
 """
 from __future__ import annotations
 
+from kernels.cli import FlashprofError
 
-class ReportError(Exception):
+
+class ReportError(FlashprofError):
     """A report file that cannot be analysed: missing, unreadable, not a report, empty."""
 
 

@@ -8,14 +8,15 @@ a user-facing problem raises ``FiguresError`` (one line, exit 2).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
+
+from kernels.cli import FlashprofError
+from kernels.common import write_atomic
 
 from . import plots
 from .parse import REPORT_SUFFIX, cache_file, launch_identity, load_frame, load_source_frame
@@ -29,7 +30,7 @@ DEFAULT_REPORTS = ROOT / "reports" / "h200"
 DEFAULT_OUT = ROOT / "figures"
 
 
-class FiguresError(Exception):
+class FiguresError(FlashprofError):
     """A user-facing problem (bad arguments, missing inputs): one line, exit 2."""
 
 
@@ -213,11 +214,7 @@ def _cached_source(path: Path, cache: bool = True) -> pd.DataFrame:
     if target is not None:
         try:
             target.parent.mkdir(exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-            os.close(fd)
-            frame.to_parquet(tmp, index=False)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, target)
+            write_atomic(target, lambda tmp: frame.to_parquet(tmp, index=False))
             stem = target.name.split(".", 1)[0]
             for old in target.parent.glob(f"{stem}.*.src.parquet"):
                 if old != target:

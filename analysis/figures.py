@@ -23,17 +23,18 @@ are parsed once (``analysis.figure_inputs``). Drawing is spread over forked proc
 """
 from __future__ import annotations
 
-import argparse
 import multiprocessing as mp
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
+
+from kernels.cli import ArgumentParser, FlashprofError, run_cli  # noqa: E402
+from kernels.common import write_atomic  # noqa: E402
 
 from . import plots  # noqa: E402
 from .errors import ReportError  # noqa: E402
@@ -44,15 +45,8 @@ from .figure_specs import ANALYSIS_FRAMES, FIGURES, FigureSpec, safe_name  # noq
 
 # --------------------------------------------------------------------------- I/O
 def save_atomic(fig, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format="png", dpi=plots.DPI)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)  # readers never see half a PNG
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Readers never see half a PNG."""
+    write_atomic(path, lambda tmp: fig.savefig(tmp, format="png", dpi=plots.DPI))
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -152,22 +146,11 @@ def write_index(out: Path, captions: list[tuple[str, str]], inp: Inputs, skipped
     left = list(skipped) + [f"- {what}: {why}" for (_, what), why in inp.notes.items()]
     if left:
         lines += ["", "Not drawn:", ""] + left
-    path = out / "index.md"
-    fd, tmp = tempfile.mkstemp(dir=out, prefix=".index.md.", suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-    return path
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, not argparse's usage block
-        raise FiguresError(message)
+    return write_atomic(out / "index.md", "\n".join(lines) + "\n")
 
 
 def main(argv=None) -> int:
-    p = _Parser(prog=f"python -m analysis.{PROG}", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog=f"python -m analysis.{PROG}", description=__doc__.splitlines()[0])
     p.add_argument("--reports", type=Path, default=DEFAULT_REPORTS, help="folder of *.ncu-rep (+ bench.csv)")
     p.add_argument("--out", type=Path, default=None,
                    help="folder for the PNGs (default: figures/ for the shipped reports, else figures/<folder name>/)")
@@ -175,21 +158,23 @@ def main(argv=None) -> int:
     p.add_argument("--only", nargs="+", metavar="NAME", help=f"subset of: {', '.join(FIGURES)}")
     p.add_argument("--no-cache", action="store_true", help="do not use the parse cache")
     p.add_argument("--jobs", type=int, default=None, help="drawing processes (default: CPUs, at most 4)")
+    args = p.parse_args(argv)
+    return run_cli(PROG, lambda: _run(args))
+
+
+def _run(args) -> int:
     t0 = time.perf_counter()
     try:
-        args = p.parse_args(argv)
         bad = [n for n in (args.only or []) if n not in FIGURES]
         if bad:
             raise FiguresError(f"unknown figure(s) {', '.join(bad)}; choose from {', '.join(FIGURES)}")
         args.out = out_dir(args.reports, args.out)
         inp = make_inputs(args.reports, args.sass, cache=not args.no_cache)
         written = build(inp, args.out, args.only, jobs=args.jobs)
-    except (FiguresError, ReportError, OSError, ValueError, KeyError) as exc:
+    except (FlashprofError, OSError, ValueError, KeyError) as exc:
         if os.environ.get("FLASHPROF_DEBUG"):
             raise
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"{PROG}: error: {msg}", file=sys.stderr)
-        return 2
+        raise FiguresError(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__) from None
     print(f"{PROG}: {len(written)} file(s) in {args.out} ({time.perf_counter() - t0:.1f} s)")
     return 0
 

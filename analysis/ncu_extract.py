@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 from pathlib import Path
 
 import pandas as pd
+
+from kernels.common import write_atomic
 
 from .errors import ReportError
 from .ncu_import import ncu_report
@@ -188,13 +189,11 @@ PREFETCH_MAX_LAUNCHES = 4
 
 
 def _write(frame: pd.DataFrame, out: Path) -> None:
-    tmp = out.with_name(f"{out.name}.{os.getpid()}.part")
+    """Atomic: a concurrent reader never sees half a file."""
     if out.suffix == ".parquet":
-        frame.to_parquet(tmp, index=False)
-        os.chmod(tmp, 0o644)
+        write_atomic(out, lambda tmp: frame.to_parquet(tmp, index=False))
     else:
-        frame.to_pickle(tmp)
-    os.replace(tmp, out)  # atomic: a concurrent reader never sees half a file
+        write_atomic(out, lambda tmp: frame.to_pickle(tmp, compression=None))
 
 
 def _prefetch_sources(path: Path, stem: str, frame: pd.DataFrame, prefix: str) -> None:

@@ -306,9 +306,8 @@ def validate_frame(frame: pd.DataFrame) -> None:
 def missing_quantities(frame: pd.DataFrame) -> dict[str, list[str]]:
     """{report: [quantity, ...]} the recipes cannot compute for at least one launch."""
     out: dict[str, list[str]] = {}
-    for (report, _r, _l), sub in frame.groupby(["report", "range_idx", "launch"], sort=False):
-        m = dict(zip(sub["metric"], sub["value"]))
-        lost = recipes.missing(m, recipes.evaluate(m, sub["arch"].iloc[0]))
+    for (report, _r, _l), arch, m in per_launch(frame):
+        lost = recipes.missing(m, recipes.evaluate(m, arch))
         have = out.setdefault(str(report), [])
         have += [q for q in lost if q not in have]
     return {r: sorted(q, key=recipes.EXPECTED.index) for r, q in out.items() if q}
@@ -355,6 +354,14 @@ LAUNCH_KEY = ("report", "range_idx", "launch")
 def launch_identity(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per launch with the identity columns, in frame order."""
     return frame.drop_duplicates(list(LAUNCH_KEY))[list(IDENTITY_COLUMNS)].reset_index(drop=True)
+
+
+def per_launch(frame: pd.DataFrame):
+    """Yield ``(launch key, arch, {metric: value})`` per launch, in frame order: the one
+    place a launch's long rows become the dict the recipes read (an absent metric is
+    absent, not NaN). For a table of chosen metrics use ``pivot_metrics``."""
+    for key, sub in frame.groupby(list(LAUNCH_KEY), sort=False):
+        yield key, sub["arch"].iloc[0], dict(zip(sub["metric"], sub["value"]))
 
 
 def pivot_metrics(frame: pd.DataFrame, metrics: Iterable[str] | None = None) -> pd.DataFrame:

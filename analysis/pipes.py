@@ -24,7 +24,7 @@ import math
 
 import pandas as pd
 
-from .parse import LAUNCH_KEY, launch_identity
+from .parse import LAUNCH_KEY, launch_identity, per_launch
 from .recipes import DERIVED, EXACT, ISSUE_METRIC, PIPE_METRICS  # noqa: F401 (re-exported)
 
 # Pipe -> metric alternatives live in analysis.recipes (one table for every number). The
@@ -43,8 +43,7 @@ def pipes(frame: pd.DataFrame) -> pd.DataFrame:
     """Pipe utilisation, issue activity and instruction mixes per launch (long format)."""
     ident = launch_identity(frame).set_index(list(LAUNCH_KEY))
     rows = []
-    for key, sub in frame.groupby(list(LAUNCH_KEY), sort=False):
-        m = dict(zip(sub["metric"], sub["value"]))
+    for key, _arch, m in per_launch(frame):
         base = {"report": key[0], "range_idx": key[1], "launch": key[2],
                 "kernel": ident.loc[key, "kernel"], "variant": ident.loc[key, "variant"]}
         for pipe, alternatives in PIPE_METRICS.items():

@@ -53,7 +53,7 @@ import math
 import pandas as pd
 
 from . import recipes
-from .parse import LAUNCH_KEY, launch_identity
+from .parse import LAUNCH_KEY, launch_identity, per_launch
 from .recipes import (FLOP_KINDS, L1_BYTES_PER_CYCLE, L2_BYTES_PER_CYCLE,  # noqa: F401 (re-exported)
                       SMEM_BYTES_PER_CLK_PER_SM, SMEM_BYTES_PER_WAVEFRONT)
 
@@ -69,7 +69,7 @@ ROOFLINE_COLUMNS = (
     "flops_tensor", "flops_fp32", "flops_total", "tensor_ceiling", "fp32_ceiling",
     "bytes_per_s", "bw_ceiling", "ai_tensor", "ai_fp32", "ai_total",
     "ridge_tensor", "ridge_fp32", "bound_tensor",
-    # added with the recipes (issue 12): the launch's own FLOP kind and every kind's rate
+    # the launch's own FLOP kind and every kind's rate
     "flops_kind", "flops", "compute_ceiling", "ai", "ridge", "tensor_src",
     "flops_fp16", "flops_fp64", "fp16_ceiling", "fp64_ceiling",
     "flops_provenance", "bytes_provenance",
@@ -113,9 +113,9 @@ def roofline(frame: pd.DataFrame) -> pd.DataFrame:
     """Hierarchical roofline rows (see module docstring) for every launch in ``frame``."""
     ident = launch_identity(frame).set_index(list(LAUNCH_KEY))
     rows = []
-    for key, sub in frame.groupby(list(LAUNCH_KEY), sort=False):
+    for key, _arch, m in per_launch(frame):
         info = ident.loc[key]
-        q = launch_quantities(dict(zip(sub["metric"], sub["value"])), info["arch"])
+        q = launch_quantities(m, info["arch"])
         val, prov, kind = q["val"], q["prov"], q["kind"]
         tensor, fp32, total = val["flops_tensor"], val["flops_fp32"], q["total"]
         flops = val[f"flops_{kind}"] if kind else _NAN

@@ -17,7 +17,7 @@ import math
 
 import pandas as pd
 
-from .parse import LAUNCH_KEY, launch_identity
+from .parse import LAUNCH_KEY, launch_identity, per_launch
 
 # Canonical order: grouped by family, largest-impact families first.
 STALL_FAMILIES: dict[str, tuple[str, ...]] = {
@@ -58,8 +58,7 @@ def stalls(frame: pd.DataFrame) -> pd.DataFrame:
     ident = launch_identity(frame).set_index(list(LAUNCH_KEY))
     reasons = _reasons_in(frame)
     rows = []
-    for key, sub in frame.groupby(list(LAUNCH_KEY), sort=False):
-        m = dict(zip(sub["metric"], sub["value"]))
+    for key, _arch, m in per_launch(frame):
         ratios = {r: m.get(_RATIO.format(r), math.nan) for r in reasons}
         known = [v for v in ratios.values() if not math.isnan(v)]
         total = sum(known) if known else math.nan
@@ -91,8 +90,7 @@ def bank_conflicts(frame: pd.DataFrame) -> pd.DataFrame:
     """
     ident = launch_identity(frame).set_index(list(LAUNCH_KEY))
     rows = []
-    for key, sub in frame.groupby(list(LAUNCH_KEY), sort=False):
-        m = dict(zip(sub["metric"], sub["value"]))
+    for key, _arch, m in per_launch(frame):
         for op in ("ld", "st"):
             conflicts = m.get(f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum", math.nan)
             wavefronts = m.get(f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum", math.nan)

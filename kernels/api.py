@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .cli import FlashprofError
 from .config import KernelConfig, variant, variant_origin
 
 DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
 
 
-class InputError(ValueError):
+class InputError(FlashprofError, ValueError):
     """Arguments a kernel variant cannot run on."""
 
 

@@ -6,7 +6,6 @@ for the visible GPU's own architecture with line info, cached under build/ext/<s
 """
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sys
@@ -14,7 +13,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from .config import KERNEL_IDS, ConfigError, KernelConfig, variant
+from .cli import ArgumentParser, FlashprofError, run_cli
+from .config import KERNEL_IDS, KernelConfig, variant
 
 ROOT = Path(__file__).resolve().parent.parent
 CSRC = Path(__file__).resolve().parent / "csrc"
@@ -22,8 +22,9 @@ BUILD_ROOT = ROOT / "build" / "ext"
 SOURCES = [CSRC / "flash_fwd.cu", CSRC / "torch_binding.cpp"]
 
 
-class BuildError(RuntimeError):
-    """The extension could not be built (no torch/CUDA, compiler error...)."""
+class ExtensionBuildError(FlashprofError, RuntimeError):
+    """The torch extension could not be built (no torch/CUDA, compiler error...); the
+    static nvcc builds raise kernels.nvcc.BuildError instead."""
 
 
 def _arch_list() -> str:
@@ -34,10 +35,10 @@ def _arch_list() -> str:
     try:
         import torch
     except ImportError:
-        raise BuildError("torch is not installed: building a kernel needs torch with CUDA "
+        raise ExtensionBuildError("torch is not installed: building a kernel needs torch with CUDA "
                          "(the 'gpu' extra) on a machine with an NVIDIA GPU") from None
     if not torch.cuda.is_available():
-        raise BuildError("no CUDA GPU visible: set TORCH_CUDA_ARCH_LIST (e.g. 9.0) to build anyway")
+        raise ExtensionBuildError("no CUDA GPU visible: set TORCH_CUDA_ARCH_LIST (e.g. 9.0) to build anyway")
     major, minor = torch.cuda.get_device_capability()
     return f"{major}.{minor}"
 
@@ -64,7 +65,7 @@ def build(cfg: KernelConfig, verbose: bool = False):
         import torch  # noqa: F401
         from torch.utils.cpp_extension import load
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise BuildError(f"torch with CUDA is needed to build extensions ({e}); "
+        raise ExtensionBuildError(f"torch with CUDA is needed to build extensions ({e}); "
                          "install the 'gpu' extra") from None
     os.environ["TORCH_CUDA_ARCH_LIST"] = _arch_list()
     _ninja_on_path()
@@ -81,12 +82,12 @@ def build(cfg: KernelConfig, verbose: bool = False):
             verbose=verbose,
         )
     except Exception as e:  # torch raises RuntimeError/SubprocessError with the compiler log
-        raise BuildError(f"building {cfg.slug} failed: {str(e).strip().splitlines()[-1]}") from e
+        raise ExtensionBuildError(f"building {cfg.slug} failed: {str(e).strip().splitlines()[-1]}") from e
     built = dict(module.config())
     expected = {k: v for k, v in cfg.to_dict().items() if k != "fault"}
     mismatch = {k: (built.get(k), v) for k, v in expected.items() if built.get(k) != v}
     if mismatch:
-        raise BuildError(f"module {cfg.module_name} does not match its config: {mismatch}")
+        raise ExtensionBuildError(f"module {cfg.module_name} does not match its config: {mismatch}")
     return module
 
 
@@ -123,7 +124,7 @@ def build_many(cfgs: list[KernelConfig], jobs: int | None = None, progress=None)
             if progress:
                 progress(i, len(cfgs), msg)
     if errors:
-        raise BuildError("; ".join(errors))
+        raise ExtensionBuildError("; ".join(errors))
     return times
 
 
@@ -132,22 +133,19 @@ def _progress(i: int, n: int, msg: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m kernels.build", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="python -m kernels.build", description=__doc__.splitlines()[0])
     p.add_argument("kernels", nargs="*", default=["all"], help="1-7 or 'all'")
     p.add_argument("--jobs", type=int, default=None)
     args = p.parse_args(argv)
-    try:
-        ids = list(KERNEL_IDS) if "all" in args.kernels else args.kernels
-        cfgs = [variant(k, gpu=local_gpu_slug()) for k in ids]
-        t0 = time.perf_counter()
-        build_many(cfgs, jobs=args.jobs, progress=_progress)
-        print(f"{len(cfgs)} variant(s) ready in {time.perf_counter() - t0:.1f}s")
-    except (ConfigError, BuildError) as e:
-        print(f"build: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("build: interrupted", file=sys.stderr)
-        return 130
+    return run_cli("build", lambda: _build_cli(args.kernels, args.jobs))
+
+
+def _build_cli(kernels: list[str], jobs: int | None) -> int:
+    ids = list(KERNEL_IDS) if "all" in kernels else kernels
+    cfgs = [variant(k, gpu=local_gpu_slug()) for k in ids]
+    t0 = time.perf_counter()
+    build_many(cfgs, jobs=jobs, progress=_progress)
+    print(f"{len(cfgs)} variant(s) ready in {time.perf_counter() - t0:.1f}s")
     return 0
 
 

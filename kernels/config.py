@@ -14,6 +14,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from kernels.cli import FlashprofError
+
 TUNED_FILE = Path(__file__).with_name("tuned.json")
 
 # Faults that can be compiled into a variant on purpose, so that tests can prove the
@@ -21,7 +23,7 @@ TUNED_FILE = Path(__file__).with_name("tuned.json")
 FAULTS = ("none", "skip_rescale", "drop_last_block")
 
 
-class ConfigError(ValueError):
+class ConfigError(FlashprofError, ValueError):
     """A configuration that the kernel template cannot build."""
 
 
@@ -31,19 +33,21 @@ def _pow2(x: int) -> bool:
 
 @dataclass(frozen=True)
 class KernelConfig:
-    d_head: int = 128
-    B_r: int = 64
-    B_c: int = 64
-    n_warps: int = 4
-    async_copy: bool = True
-    eager_load_blocks: bool = False
-    swizzled: bool = False
-    Q_mma_load_K_fragments: int = 0
-    K_mma_load_K_fragments: int = 0
-    V_mma_load_K_fragments: int = 0
-    mma_double_buffer_loads: bool = False
-    optimized_softmax: bool = False
-    fault: str = "none"
+    """One kernel variant. Each field reaches the CUDA code as one ``-D`` macro (``defines``)
+    and the file names as one slug token (``slug``); the comment names both."""
+    d_head: int = 128                     # head dimension; FP_D_HEAD, "d128"
+    B_r: int = 64                         # query rows per CTA tile; FP_B_R, "br64"
+    B_c: int = 64                         # key/value rows per KV block; FP_B_C, "bc64"
+    n_warps: int = 4                      # warps per CTA (each owns B_r / n_warps rows); FP_N_WARPS, "w4"
+    async_copy: bool = True               # cp.async global->shared copies; FP_ASYNC_COPY, "async"/"sync"
+    eager_load_blocks: bool = False       # next K/V block loaded while this one computes; FP_EAGER, "eager"
+    swizzled: bool = False                # XOR-swizzled shared-memory tiles; FP_SWIZZLED, "swz"
+    Q_mma_load_K_fragments: int = 0       # Q k-fragments loaded per MMA step (0: all up front); FP_Q_FRAGS, "f<QKV>"
+    K_mma_load_K_fragments: int = 0       # same for K; FP_K_FRAGS
+    V_mma_load_K_fragments: int = 0       # same for V; FP_V_FRAGS
+    mma_double_buffer_loads: bool = False  # ldmatrix of step i+1 issued before the MMAs of step i; FP_DBUF, "dbuf"
+    optimized_softmax: bool = False       # FP32 softmax with fused scale/FFMA; FP_OPT_SOFTMAX, "optsm"
+    fault: str = "none"                   # a deliberate bug for the correctness gate's tests; FP_FAULT
 
     def __post_init__(self) -> None:
         self.validate()
@@ -203,6 +207,9 @@ TITLES = {
 }
 
 KERNEL_IDS = tuple(VARIANTS)
+#: The references every kernel is compared with, as targets: "ref" = FlashAttention-2
+#: (PyTorch SDPA flash backend), "cudnn" = cuDNN SDPA; profiling/reference.py runs them.
+REFERENCE_IDS = ("ref", "cudnn")
 
 
 def load_tuned(path: Path = TUNED_FILE) -> dict[str, KernelConfig]:

@@ -8,15 +8,15 @@ instantiation (whole function and main loop). ``python -m kernels.sass data`` wr
 
     python -m kernels.sass 6 [--arch sm_90] [--dtype fp16|bf16] [--format table|json]
     python -m kernels.sass diff 5 6 [--arch sm_90]
-    python -m kernels.sass data [--check]
+    python -m kernels.sass data [--check]        (the CLI: kernels/sass_cli.py)
 
-Besides the whole-function histogram, each kernel's main loop (the KV-block loop: the
+The text parsing (ptxas logs, SASS) is kernels/sass_text.py; nvcc runs through
+kernels/nvcc.py. Besides the whole-function histogram, each kernel's main loop (the KV-block loop: the
 backward branch whose range holds the most HMMA) is counted on its own, [branch target,
 branch] inclusive: ``loop_opcodes`` in the JSON, ``reports/sass/opcodes_loop.csv``.
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import io
@@ -27,12 +27,17 @@ import subprocess
 import sys
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from kernels.common import write_atomic
 from kernels.config import KERNEL_IDS, ConfigError, KernelConfig, load_tuned, variant
-from kernels.toolchain import ToolchainError, find_toolchain
+from kernels.nvcc import BuildError, build_file, nvcc_path
+from kernels.sass_text import (  # noqa: F401 (public names)
+    DTYPES, FunctionStats, Insn, branch_target, find_main_loop, loop_opcode_counts, parse_insns,
+    parse_sass, pick_function, ptxas_report, _RE_FUNC, _RE_INSN,
+)
+from kernels.toolchain import find_toolchain
 
 PKG_DIR = Path(__file__).resolve().parent
 REPO = PKG_DIR.parent
@@ -42,15 +47,8 @@ BUILD_DIR = REPO / "build" / "static"
 DATA_DIR = REPO / "reports" / "sass"
 
 ARCHS = ("sm_80", "sm_86", "sm_90")
-DTYPES = ("fp16", "bf16")
-# How each dtype's element type appears in an Itanium-mangled template argument list.
-_DTYPE_MANGLE = {"fp16": "6__half", "bf16": "13__nv_bfloat16"}
 NVCC_FLAGS = ("-cubin", "-O3", "-lineinfo", "-std=c++17", "-Xptxas", "-v")
 _ARCH_RE = re.compile(r"^sm_(\d{2,3})[af]?$")
-
-
-class BuildError(RuntimeError):
-    """nvcc failed, or its output is not what a static report needs."""
 
 
 # ----------------------------------------------------------------------- build
@@ -74,8 +72,7 @@ def _sources() -> list[Path]:
 
 
 def nvcc_command(cfg: KernelConfig, arch: str, out: Path) -> list[str]:
-    nvcc = find_toolchain("nvcc", "ptxas").path("nvcc")
-    return [str(nvcc), *NVCC_FLAGS, f"-arch={arch}", *cfg.nvcc_flags(),
+    return [nvcc_path(), *NVCC_FLAGS, f"-arch={arch}", *cfg.nvcc_flags(),
             f"-I{CSRC}", "-o", str(out), str(ENTRY)]
 
 
@@ -115,21 +112,10 @@ def compile_cubin(cfg: KernelConfig, arch: str = "sm_90", *, force: bool = False
     out = cubin_path(cfg, arch)
     if out.exists() and log_path(out).exists() and not force:
         return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.stem}.{os.getpid()}.cubin")  # concurrent builders never
-    cmd = nvcc_command(cfg, arch, tmp)                          # see a half-written file
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
-    log = proc.stdout + proc.stderr
-    if proc.returncode != 0 or not tmp.exists():
-        tmp.unlink(missing_ok=True)
-        errors = [ln for ln in log.splitlines() if "error" in ln.lower()] or log.splitlines()
-        raise BuildError(f"nvcc failed for kernel {cfg.slug} ({arch}), exit "
-                         f"{proc.returncode}:\n" + "\n".join(errors[:20])
-                         + f"\ncommand: {' '.join(cmd)}")
     opcodes_path(out).unlink(missing_ok=True)  # disassembly of the old cubin, if any
     loop_path(out).unlink(missing_ok=True)
+    _, log = build_file(lambda tmp: nvcc_command(cfg, arch, tmp), out, f"kernel {cfg.slug} ({arch})")
     log_path(out).write_text(log)
-    os.replace(tmp, out)
     return out
 
 
@@ -155,134 +141,6 @@ def build_many(jobs: Iterable[tuple[KernelConfig, str]],
     return {j: compile_cubin(*j) for j in jobs}
 
 
-# ------------------------------------------------------------------ ptxas log
-@dataclass(frozen=True)
-class FunctionStats:
-    function: str
-    arch: str
-    registers: int = 0
-    spill_store_bytes: int = 0
-    spill_load_bytes: int = 0
-    stack_bytes: int = 0
-    static_smem_bytes: int = 0
-
-
-_RE_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
-_RE_PROPS = re.compile(r"Function properties for (\S+)")
-_RE_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, "
-                       r"(\d+) bytes spill loads")
-_RE_USED = re.compile(r"Used (\d+) registers")
-_RE_SMEM = re.compile(r"(\d+) bytes smem")
-
-
-def ptxas_report(log: str | Path) -> dict[str, FunctionStats]:
-    """Per kernel (entry) function of a ``ptxas -v`` log: registers, spills, stack, smem."""
-    text = log.read_text() if isinstance(log, Path) else log
-    raw: dict[str, dict] = {}
-    entry = props = None
-    for line in text.splitlines():
-        if m := _RE_ENTRY.search(line):
-            entry = m.group(1)
-            raw.setdefault(entry, {"function": entry, "arch": m.group(2)})
-        elif m := _RE_PROPS.search(line):
-            props = m.group(1)
-        elif (m := _RE_FRAME.search(line)) and props in raw:
-            stack, st, ld = map(int, m.groups())
-            raw[props].update(stack_bytes=stack, spill_store_bytes=st, spill_load_bytes=ld)
-        elif (m := _RE_USED.search(line)) and entry in raw:
-            raw[entry]["registers"] = int(m.group(1))
-            if s := _RE_SMEM.search(line):
-                raw[entry]["static_smem_bytes"] = int(s.group(1))
-    return {k: FunctionStats(**v) for k, v in raw.items()}
-
-
-def pick_function(names: Iterable[str], dtype: str) -> str:
-    """The kernel instantiation for ``dtype`` among a cubin's functions."""
-    if dtype not in _DTYPE_MANGLE:
-        raise ConfigError(f"bad dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
-    names = list(names)
-    hits = [n for n in names if _DTYPE_MANGLE[dtype] in n]
-    if len(hits) > 1:  # helper kernels: prefer the attention kernel itself
-        hits = [n for n in hits if "flash" in n.lower() or "fwd" in n.lower()] or hits
-    if len(hits) != 1:
-        raise BuildError(f"expected one {dtype} kernel function, found {hits or 'none'} "
-                         f"among {names}")
-    return hits[0]
-
-
-# ----------------------------------------------------------------------- SASS
-# "/*0a30*/  @!P0 HMMA.16816.F32 R4, R8, R12, R4 ;" -> (0x0a30, "HMMA", "R4, R8, R12, R4")
-_RE_INSN = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s+(.*?)\s*;")
-_RE_FUNC = re.compile(r"^\s*Function\s*:\s*(\S+)")
-_RE_HEX = re.compile(r"0x([0-9a-fA-F]+)")
-
-
-@dataclass(frozen=True)
-class Insn:
-    addr: int      # byte offset of the instruction in its function
-    opcode: str    # base opcode, predicate and modifiers stripped ("HMMA")
-    operands: str  # the rest of the instruction text ("R4, R8, R12, R4")
-
-
-def parse_insns(text: str) -> dict[str, list[Insn]]:
-    """Instructions, in address order, per function of ``cuobjdump --dump-sass`` text."""
-    out: dict[str, list[Insn]] = {}
-    cur: list[Insn] | None = None
-    for line in text.splitlines():
-        if m := _RE_FUNC.match(line):
-            cur = out.setdefault(m.group(1), [])
-        elif cur is not None and (m := _RE_INSN.match(line)):
-            toks = m.group(2).lstrip("{ ").split(None, 1)
-            if toks and toks[0].startswith("@"):
-                toks = toks[1].split(None, 1) if len(toks) > 1 else []
-            if toks:
-                cur.append(Insn(int(m.group(1), 16), toks[0].split(".")[0],
-                                toks[1] if len(toks) > 1 else ""))
-    return out
-
-
-def parse_sass(text: str) -> dict[str, Counter]:
-    """Opcode histogram per function of ``cuobjdump --dump-sass`` text."""
-    return {fn: Counter(i.opcode for i in insns) for fn, insns in parse_insns(text).items()}
-
-
-def branch_target(insn: Insn) -> int | None:
-    """Target address of a direct ``BRA`` (the last hex literal of its operands), else None."""
-    if insn.opcode != "BRA":
-        return None
-    hits = _RE_HEX.findall(insn.operands)
-    return int(hits[-1], 16) if hits else None
-
-
-def find_main_loop(insns: Sequence[Insn], marker: str = "HMMA") -> tuple[int, int] | None:
-    """(first, last) address of the main loop: the backward branch whose range
-    [target, branch] holds the most ``marker`` instructions (the KV-block loop holds the
-    mma.sync work). Ties go to the wider range, i.e. an outer loop over an inner one that
-    holds the same HMMA. None if no backward branch encloses a marker instruction. A branch
-    to itself (the ``BRA`` trap after EXIT) is not a loop."""
-    addrs = [i.addr for i in insns]
-    marks = [i.addr for i in insns if i.opcode == marker]
-    best: tuple[int, int, int] | None = None  # (markers, width, -first) -> largest wins
-    span = None
-    for i in insns:
-        t = branch_target(i)
-        if t is None or t >= i.addr or t < addrs[0]:
-            continue
-        n = sum(t <= a <= i.addr for a in marks)
-        key = (n, i.addr - t, -t)
-        if n and (best is None or key > best):
-            best, span = key, (t, i.addr)
-    return span
-
-
-def loop_opcode_counts(insns: Sequence[Insn], marker: str = "HMMA") -> tuple[Counter, tuple[int, int] | None]:
-    """(opcode histogram of the main loop body, its address range); empty without a loop."""
-    span = find_main_loop(insns, marker)
-    if span is None:
-        return Counter(), None
-    return Counter(i.opcode for i in insns if span[0] <= i.addr <= span[1]), span
-
-
 def dump_sass(cubin: Path) -> str:
     exe = find_toolchain("cuobjdump").path("cuobjdump")
     proc = subprocess.run([str(exe), "--dump-sass", str(cubin)], capture_output=True,
@@ -302,9 +160,7 @@ def _disassemble(cubin: Path) -> None:
         loop[fn] = None if span is None else {"start": span[0], "end": span[1],
                                               "opcodes": dict(counts)}
     for side, data in ((loop_path(cubin), loop), (opcodes_path(cubin), kernel)):
-        tmp = side.with_name(f".{side.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(data, sort_keys=True))
-        os.replace(tmp, side)
+        write_atomic(side, json.dumps(data, sort_keys=True))
 
 
 def function_opcodes(cubin: Path) -> dict[str, Counter]:
@@ -459,105 +315,11 @@ def write_data(out_dir: Path = DATA_DIR, *, check: bool = False) -> list[Path]:
 
 
 # ------------------------------------------------------------------------ CLI
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, no usage dump
-        _fail(message)
-
-
-def _fail(message: str, code: int = 2):
-    print(f"sass: error: {message}", file=sys.stderr)
-    raise SystemExit(code)
-
-
-def _kernel_arg(s: str) -> int:
-    try:
-        variant(s)
-    except ConfigError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return int(s)
-
-
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--arch", default="sm_90", help="target, e.g. sm_80, sm_86, sm_90")
-    p.add_argument("--dtype", default="fp16", choices=DTYPES)
-
-
-def _table(rep: dict) -> str:
-    lines = [f"kernel {rep['kernel']} ({rep['slug']})  {rep['arch']}  {rep['dtype']}",
-             f"  function     {rep['function']}",
-             f"  registers    {rep['registers']}",
-             f"  spills       {rep['spill_store_bytes']} B stored, "
-             f"{rep['spill_load_bytes']} B loaded; stack frame {rep['stack_bytes']} B",
-             f"  smem         {rep['smem_bytes']} B ({rep['dynamic_smem_bytes']} dynamic "
-             f"+ {rep['static_smem_bytes']} static)",
-             f"  instructions {rep['instructions']}",
-             f"  main loop    {rep['loop_start']}-{rep['loop_end']}, "
-             f"{rep['loop_instructions']} instructions",
-             f"  opcodes:     {'kernel':>6s} {'loop':>6s}"]
-    lines += [f"    {op:<10s} {c:6d} {rep['loop_opcodes'].get(op, 0):6d}"
-              for op, c in rep["opcodes"].items()]
-    return "\n".join(lines)
-
-
-def _diff_text(a: dict, b: dict) -> str:
-    ops = set(a["opcodes"]) | set(b["opcodes"])
-    rows = [(op, a["opcodes"].get(op, 0), b["opcodes"].get(op, 0)) for op in ops]
-    rows = [r for r in rows if r[1] != r[2]]
-    rows.sort(key=lambda r: (-abs(r[2] - r[1]), r[0]))
-    ka, kb = a["kernel"], b["kernel"]
-    out = [f"kernel {ka} -> {kb}  {a['arch']}  {a['dtype']}",
-           f"  registers {a['registers']} -> {b['registers']}, spill bytes "
-           f"{a['spill_bytes']} -> {b['spill_bytes']}, instructions "
-           f"{a['instructions']} -> {b['instructions']}",
-           f"  {'opcode':<10s} {'k' + str(ka):>7s} {'k' + str(kb):>7s} {'delta':>7s}"]
-    out += [f"  {op:<10s} {x:7d} {y:7d} {y - x:+7d}" for op, x, y in rows]
-    if not rows:
-        out.append("  (identical opcode histograms)")
-    return "\n".join(out)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        if argv and argv[0] == "diff":
-            p = _Parser(prog="python -m kernels.sass diff",
-                        description="opcode deltas from kernel A to kernel B")
-            p.add_argument("a", type=_kernel_arg)
-            p.add_argument("b", type=_kernel_arg)
-            _common(p)
-            args = p.parse_args(argv[1:])
-            check_arch(args.arch)
-            ra = static_report(args.a, args.arch, args.dtype)
-            rb = static_report(args.b, args.arch, args.dtype)
-            print(_diff_text(ra, rb))
-        elif argv and argv[0] == "data":
-            p = _Parser(prog="python -m kernels.sass data",
-                        description=f"write {DATA_DIR.relative_to(REPO)}/*.csv")
-            p.add_argument("--check", action="store_true",
-                           help="compare with the committed files instead of writing")
-            args = p.parse_args(argv[1:])
-            touched = write_data(check=args.check)
-            if args.check:
-                if touched:
-                    _fail("stale static data: " + ", ".join(map(str, touched))
-                          + " (run `make sass-data`)", 1)
-                print("static data up to date")
-            else:
-                print("\n".join(f"wrote {t.relative_to(REPO)}" for t in touched))
-        else:
-            p = _Parser(prog="python -m kernels.sass",
-                        description="registers, spills, smem and SASS opcodes of a kernel")
-            p.add_argument("kernel", type=_kernel_arg, help="kernel number, 1-7")
-            _common(p)
-            p.add_argument("--format", default="table", choices=("table", "json"))
-            args = p.parse_args(argv)
-            rep = static_report(args.kernel, args.arch, args.dtype)
-            print(json.dumps(rep, indent=2) if args.format == "json" else _table(rep))
-    except (ConfigError, ToolchainError) as e:
-        _fail(str(e))
-    except BuildError as e:
-        _fail(str(e), 1)
-    return 0
+    """``python -m kernels.sass``: see kernels/sass_cli.py."""
+    from kernels.sass_cli import main as cli_main
+
+    return cli_main(argv)
 
 
 if __name__ == "__main__":

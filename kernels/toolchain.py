@@ -23,13 +23,15 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernels.cli import FlashprofError
+
 TOOLS = ("nvcc", "ptxas", "cuobjdump", "nvdisasm")
 ENV_HOME = "FLASHPROF_CUDA_HOME"
 HOW_TO_GET = ("run `make setup` (it installs the cuda-toolkit wheels into .venv) and use "
               ".venv/bin/python, or point FLASHPROF_CUDA_HOME at a CUDA root")
 
 
-class ToolchainError(RuntimeError):
+class ToolchainError(FlashprofError, RuntimeError):
     """A CUDA tool that a static build needs cannot be found or does not run."""
 
 

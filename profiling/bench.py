@@ -13,12 +13,12 @@ output is reports/<gpu>/bench_<target name>.csv, its sidecar recording the targe
 """
 from __future__ import annotations
 
-import csv
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
+
+from kernels.common import harmonic_mean, move_to_history, write_csv_atomic
 
 from .errors import ArgumentParser, FlashprofError, run_cli
 from .workload import BENCH_SEQS, Shape, check_dtype, make_inputs, seed_shape
@@ -26,6 +26,15 @@ from .workload import BENCH_SEQS, Shape, check_dtype, make_inputs, seed_shape
 ROOT = Path(__file__).resolve().parent.parent
 FIELDS = ["gpu", "target", "title", "config_slug", "dtype", "batch", "seq", "heads", "d_head",
           "reps", "median_ms", "p10_ms", "p90_ms", "tflops", "pct_of_ref"]
+
+
+def l2_flush_buffer():
+    """A device buffer of twice the L2 (at least 64 MiB) that ``time_fn`` writes before
+    each launch, so every launch starts with its inputs out of L2."""
+    import torch
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    return torch.empty(max(2 * l2, 64 << 20) // 4, dtype=torch.float32, device="cuda")
 
 
 def time_fn(fn, args, kwargs, reps: int, warmup: int, flush_buf) -> list[float]:
@@ -45,11 +54,6 @@ def time_fn(fn, args, kwargs, reps: int, warmup: int, flush_buf) -> list[float]:
     return [s.elapsed_time(e) for s, e in zip(starts, ends)]
 
 
-def harmonic_mean(xs: list[float]) -> float:
-    xs = [x for x in xs if x and x > 0]
-    return len(xs) / sum(1.0 / x for x in xs) if xs else float("nan")
-
-
 def pct(a: float, b: float) -> float:
     return 100.0 * a / b if b else float("nan")
 
@@ -61,8 +65,7 @@ def run_bench(names, seqs, dtype, reps, warmup, gate=True, progress=print, gpu_s
     from .correctness import require
     from .targets import resolve
 
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    flush = torch.empty(max(2 * l2, 64 << 20) // 4, dtype=torch.float32, device="cuda")
+    flush = l2_flush_buffer()
     rows = []
     targets = [resolve(n, gpu=gpu_slug) for n in names]
     fns = {}
@@ -127,31 +130,12 @@ def table(rows: list[dict]) -> str:
 
 
 def write_csv(rows: list[dict], path: Path) -> None:
-    tmp = path.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
-    os.replace(tmp, path)
+    write_csv_atomic(path, FIELDS, rows, float_format="{:.6g}")
 
 
 def retire_file(path: Path) -> Path | None:
     """Move an existing CSV and its sidecar into history/ with their timestamp."""
-    if not path.exists():
-        return None
-    hist = path.parent / "history"
-    hist.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(path.stat().st_mtime))
-    name, n = f"{path.stem}.{stamp}", 1
-    while (hist / f"{name}{path.suffix}").exists() or (hist / f"{name}.json").exists():
-        name, n = f"{path.stem}.{stamp}-{n}", n + 1  # never replace an older copy
-    dest = hist / f"{name}{path.suffix}"
-    os.replace(path, dest)
-    side = path.with_suffix(".json")
-    if side.exists():
-        os.replace(side, hist / f"{name}.json")
-    return dest
+    return move_to_history(path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 
+from kernels.common import write_atomic
 from kernels.config import gpu_slug
 
 from . import ceilings as derive
@@ -104,9 +105,7 @@ def write_reports(out_dir: Path, doc: dict, raw: str, meta: dict) -> list[Path]:
     paths = [out_dir / f for f in FILES]
     write_json_atomic(paths[0], doc)
     for path, text in ((paths[1], derive.csv_text(doc)), (paths[3], raw)):
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+        write_atomic(path, text)
     write_json_atomic(paths[2], meta)
     return paths
 

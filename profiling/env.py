@@ -9,6 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from kernels.common import write_atomic
+
 from .errors import FlashprofError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,9 +87,7 @@ def now() -> str:
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
 def check_writable(directory: Path) -> None:

@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernels.common import move_to_history
+
 from .errors import FlashprofError
 from .target import NVTX_RANGE
 
@@ -175,23 +177,8 @@ def run_ncu(cmd: list[str], label: str, stream=None) -> tuple[str, float]:
 
 def retire(report: Path, history: Path | None = None) -> Path | None:
     """Move an existing report (and its sidecar) to history/ with a timestamp; never delete."""
-    if not report.exists():
-        return None
-    history = history or report.parent / "history"
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(report.stat().st_mtime))
-    stem = report.name[: -len(".ncu-rep")] if report.name.endswith(".ncu-rep") else report.stem
-    side = report.with_name(stem + ".json")
-    name, n = f"{stem}.{stamp}", 1
-    # A free name for both files: neither an old report nor an old sidecar is ever replaced.
-    while (history / f"{name}.ncu-rep").exists() or (history / f"{name}.json").exists():
-        name, n = f"{stem}.{stamp}-{n}", n + 1
-    dest = history / f"{name}.ncu-rep"
     try:
-        history.mkdir(parents=True, exist_ok=True)
-        os.replace(report, dest)
-        if side.exists():
-            os.replace(side, history / f"{name}.json")
+        return move_to_history(report, suffix=".ncu-rep", history=history)
     except OSError as e:
-        raise FlashprofError(f"cannot move the old {report.name} to {history}: {e.strerror}; "
-                             "nothing was overwritten") from None
-    return dest
+        raise FlashprofError(f"cannot move the old {report.name} to {history or report.parent / 'history'}: "
+                             f"{e.strerror}; nothing was overwritten") from None

@@ -8,13 +8,12 @@ This is how the shipped H200 data was produced (in a few device calls).
 """
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from .errors import FlashprofError, run_cli
+from .errors import ArgumentParser, FlashprofError, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,7 +32,7 @@ def steps(tune: bool, seq: int, dtype: str) -> list[tuple[str, list[str]]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m profiling.session", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="python -m profiling.session", description=__doc__.splitlines()[0])
     p.add_argument("--tune", action="store_true", help="re-run the kernel-7 sweep first")
     p.add_argument("--seq", type=int, default=4096)
     p.add_argument("--dtype", default="fp16")

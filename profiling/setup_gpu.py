@@ -15,7 +15,6 @@ does (a .pth naming the repository), which needs no build backend and no setupto
 """
 from __future__ import annotations
 
-import argparse
 import json
 import platform
 import re
@@ -27,6 +26,8 @@ import venv
 import zipfile
 from pathlib import Path
 
+from .errors import ArgumentParser, FlashprofError, run_cli
+
 ROOT = Path(__file__).resolve().parent.parent
 STAMP = ".flashprof-gpu"
 PARENT_PTH = "_flashprof_parent_site.pth"
@@ -35,8 +36,10 @@ SELF_PTH = "_flashprof_repo.pth"
 MODULES = {"ncu-report": "ncu_report"}
 
 
-class SetupError(Exception):
+class SetupError(FlashprofError):
     """One line for the user, then exit 1."""
+
+    exit_code = 1
 
 
 def requirements(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
@@ -195,7 +198,7 @@ def setup(venv_dir: Path, wheels: Path | None, reqs: list[str], say=print) -> di
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m profiling.setup_gpu", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="python -m profiling.setup_gpu", description=__doc__.splitlines()[0])
     p.add_argument("--venv", type=Path, default=ROOT / ".venv")
     p.add_argument("--wheels", default="", help="install only from this folder (no registry)")
     p.add_argument("--require", action="append", default=None,
@@ -203,20 +206,24 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     wheels = Path(args.wheels).resolve() if args.wheels else None
     fresh = not args.venv.exists()
-    try:
-        have = setup(args.venv, wheels, args.require or requirements())
-    except SetupError as e:
-        if fresh:  # leave no half-made venv behind for the GPU targets to run in
-            shutil.rmtree(args.venv, ignore_errors=True)
-        print(f"setup GPU=1: error: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("setup GPU=1: interrupted", file=sys.stderr)
-        return 130
-    print(f"GPU venv ready: {args.venv} (python {sys.version.split()[0]}); "
+
+    def body() -> int:
+        try:
+            have = setup(args.venv, wheels, args.require or requirements())
+        except SetupError:
+            if fresh:  # leave no half-made venv behind for the GPU targets to run in
+                shutil.rmtree(args.venv, ignore_errors=True)
+            raise
+        _ready(args.venv, have)
+        return 0
+
+    return run_cli("setup GPU=1", body)
+
+
+def _ready(venv: Path, have: dict) -> None:
+    print(f"GPU venv ready: {venv} (python {sys.version.split()[0]}); "
           + ", ".join(f"{n} {v[0]}" for n, v in have.items()))
     print("next: make doctor")
-    return 0
 
 
 if __name__ == "__main__":

@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from kernels.config import KERNEL_IDS, TITLES, KernelConfig, variant
+from kernels.config import KERNEL_IDS, REFERENCE_IDS, TITLES, KernelConfig, variant
 
 from .errors import FlashprofError
 from .reference import REFERENCES
 from .user_target import UserSpec, is_spec, parse_spec
 
-TARGET_NAMES = tuple(str(k) for k in KERNEL_IDS) + tuple(REFERENCES)
+TARGET_NAMES = tuple(str(k) for k in KERNEL_IDS) + REFERENCE_IDS
 OUR_KERNEL_REGEX = "flash_fwd_kernel"
 #: User targets: every kernel launched inside the NVTX range (KERNEL_REGEX= narrows it).
 USER_KERNEL_REGEX = ".*"

@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import csv
-import ctypes
 import io
 import itertools
 import json
@@ -30,9 +29,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from kernels.common import harmonic_mean, write_atomic, write_csv_atomic
 from kernels.config import TUNED_FILE, ConfigError, KernelConfig
 
 from .errors import ArgumentParser, FlashprofError, run_cli
+from .shared_lib import SharedLibKernel, build_shared_lib  # noqa: F401 (public names)
 
 ROOT = Path(__file__).resolve().parent.parent
 TUNE_SEQS = (1024, 4096, 16384)
@@ -100,47 +101,6 @@ def static_prune(cfgs: list[KernelConfig], arch: str, dtype: str = "fp16", progr
     return rows
 
 
-def build_shared_lib(cfg: KernelConfig, arch: str, out_dir: Path) -> Path:
-    """nvcc -> a plain .so exposing flashprof_fwd_c (see csrc/flash_fwd.cu)."""
-    out = out_dir / f"{cfg.slug}.so"
-    if out.exists():
-        return out
-    tmp = out.with_suffix(f".{os.getpid()}.tmp.so")
-    cmd = ["nvcc", "-shared", "-Xcompiler", "-fPIC", "-O3", "-std=c++17", "-lineinfo", f"-arch={arch}",
-           *cfg.nvcc_flags(), str(ROOT / "kernels/csrc/flash_fwd.cu"), "-o", str(tmp)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode:
-        raise FlashprofError(f"nvcc failed for {cfg.slug}: {r.stderr.strip().splitlines()[-1:]}")
-    os.replace(tmp, out)
-    return out
-
-
-class SharedLibKernel:
-    """fn(q, k, v, out=None) over a variant loaded with ctypes."""
-
-    def __init__(self, path: Path, cfg: KernelConfig):
-        self.cfg = cfg
-        self.lib = ctypes.CDLL(str(path))
-        f = self.lib.flashprof_fwd_c
-        f.restype = ctypes.c_int
-        f.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 4 + [ctypes.c_void_p]
-        self.f = f
-
-    def __call__(self, q, k, v, out=None):
-        import torch
-
-        from kernels.api import check_inputs
-
-        check_inputs(q, k, v, self.cfg, out)
-        o = out if out is not None else torch.empty_like(q)
-        b, s, h, _ = q.shape
-        err = self.f(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), b, s, h,
-                     0 if q.dtype == torch.float16 else 1, torch.cuda.current_stream().cuda_stream)
-        if err:
-            raise FlashprofError(f"{self.cfg.slug}: launch failed with cudaError {err}")
-        return o
-
-
 def finished(csv_path: Path, dtype: str, seqs) -> set[str]:
     if not csv_path.exists():
         return set()
@@ -170,7 +130,7 @@ def sweep(cfgs: list[KernelConfig], seqs, dtype: str, reps: int, warmup: int, cs
           lib_dir: Path, progress=print) -> None:
     import torch
 
-    from .bench import time_fn
+    from .bench import l2_flush_buffer, time_fn
     from .correctness import check
     from .reference import sdpa
     from .workload import Shape, make_inputs, seed_shape
@@ -183,8 +143,7 @@ def sweep(cfgs: list[KernelConfig], seqs, dtype: str, reps: int, warmup: int, cs
         libs = dict(zip(cfgs, pool.map(lambda c: build_shared_lib(c, arch, lib_dir), cfgs)))
     progress(f"built {len(cfgs)} shared libraries in {time.perf_counter() - t0:.1f}s")
 
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    flush = torch.empty(max(2 * l2, 64 << 20) // 4, dtype=torch.float32, device="cuda")
+    flush = l2_flush_buffer()
     inputs = {s: make_inputs(seed_shape(s), dtype, seed=s) for s in seqs}
     ref = sdpa("ref")
     ref_tflops = {}
@@ -217,11 +176,6 @@ def sweep(cfgs: list[KernelConfig], seqs, dtype: str, reps: int, warmup: int, cs
         progress(f"[{i:3d}/{len(cfgs)}] {cfg.slug:<52} {status} TFLOP/s  elapsed {el:4.0f}s eta {eta:4.0f}s")
 
 
-def harmonic(xs):
-    xs = [x for x in xs if x == x and x > 0]
-    return len(xs) / sum(1 / x for x in xs) if xs else float("nan")
-
-
 def rank(csv_path: Path, dtype: str, seqs) -> list[tuple[float, str, dict, dict]]:
     """[(harmonic-mean TFLOP/s, slug, config dict, per-S pct)] best first, complete configs only."""
     by: dict[str, dict] = {}
@@ -236,9 +190,9 @@ def rank(csv_path: Path, dtype: str, seqs) -> list[tuple[float, str, dict, dict]
     out = []
     for slug, e in by.items():
         if set(seqs) <= set(e["tf"]):
-            hm = harmonic([e["tf"][s] for s in seqs])
+            hm = harmonic_mean([e["tf"][s] for s in seqs])
             if hm == hm:
-                out.append((hm, slug, e["config"], {**e["pct"], "hm_pct": 100 * hm / harmonic([e["ref"][s] for s in seqs])}))
+                out.append((hm, slug, e["config"], {**e["pct"], "hm_pct": 100 * hm / harmonic_mean([e["ref"][s] for s in seqs])}))
     return sorted(out, key=lambda t: -t[0])
 
 
@@ -249,18 +203,11 @@ def save_winner(gpu_slug: str, hm: float, cfg: dict, pct: dict, dtype: str, seqs
                       "pct_of_ref": {str(k): round(v, 2) for k, v in pct.items()},
                       "source": f"reports/{gpu_slug}/autotune.csv",
                       "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def write_static(rows: list[dict], path: Path) -> None:
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=STATIC_FIELDS)
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, path)
+    write_csv_atomic(path, STATIC_FIELDS, rows)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from kernels.config import KernelConfig
+
 from .errors import FlashprofError
 
 DTYPE_NAMES = ("fp16", "bf16")
@@ -34,7 +36,7 @@ class Shape:
 
     @property
     def flops(self) -> int:
-        return 4 * self.batch * self.heads * self.seq * self.seq * self.d_head
+        return KernelConfig.flops(self.batch, self.seq, self.heads, self.d_head)
 
     def to_dict(self) -> dict:
         return asdict(self)

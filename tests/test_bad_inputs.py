@@ -1,4 +1,4 @@
-"""The bad-input matrix (issue 9), end to end through real processes.
+"""The bad-input matrix, end to end through real processes.
 
 Every case: exactly one line on stderr, a non-zero exit, no traceback, and no file in
 reports/ or tests/data touched. The cases run concurrently (one module fixture) so the
@@ -92,7 +92,7 @@ def files(tmp_path_factory):
     ncu.write_text("#!/bin/sh\necho 'Version 2025.1.1.0'\n")
     ncu.chmod(0o755)
     (d / "emptybin").mkdir()
-    byo = d / "byo"  # user targets (issue 19); none imports torch, so "no GPU" comes last
+    byo = d / "byo"  # user targets; none imports torch, so "no GPU" comes last
     byo.mkdir()
     (byo / "ok.py").write_text("def attention(q, k, v):\n    return q\n")
     (byo / "two_args.py").write_text("def attention(q, k):\n    return q\n")

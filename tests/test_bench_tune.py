@@ -21,7 +21,7 @@ def test_harmonic_mean_by_hand():
     # 3 / (1/100 + 1/200 + 1/400) = 3 / 0.0175
     assert bench.harmonic_mean([100.0, 200.0, 400.0]) == pytest.approx(171.4285714285714)
     assert bench.harmonic_mean([50.0]) == 50.0
-    assert bench.harmonic_mean([100.0, 0.0, -3.0, None]) == 100.0  # failed/absent entries skipped
+    assert math.isnan(bench.harmonic_mean([100.0, 0.0]))  # a failed S is not averaged away
     assert math.isnan(bench.harmonic_mean([]))
     assert bench.harmonic_mean([100.0, 300.0]) == pytest.approx(statistics.harmonic_mean([100.0, 300.0]))
 
@@ -199,3 +199,16 @@ def test_autotune_csv_best_is_tuned_json():
     best = max(scores, key=scores.get)
     assert best == entry["slug"]
     assert scores[best] == pytest.approx(entry["harmonic_mean_tflops"], abs=0.01)
+
+
+def test_shared_lib_build_failure_is_one_line(tmp_path, monkeypatch):
+    from kernels.config import variant
+    from profiling import shared_lib
+    from profiling.errors import FlashprofError
+
+    monkeypatch.setattr(shared_lib, "nvcc_path", lambda: "false")  # `false` exits 1 and writes nothing
+    with pytest.raises(FlashprofError) as exc:
+        shared_lib.build_shared_lib(variant(7), "sm_90", tmp_path)
+    msg = str(exc.value)
+    assert "\n" not in msg and msg.startswith(f"nvcc failed for {variant(7).slug} (sm_90), exit 1: ")
+    assert list(tmp_path.iterdir()) == []  # no half-written library left behind

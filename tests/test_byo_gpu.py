@@ -1,4 +1,4 @@
-"""GPU tests of user targets (issue 19): the examples pass the correctness gate, and the
+"""GPU tests of user targets: the examples pass the correctness gate, and the
 bad targets that only a GPU can reveal (wrong output shape or dtype, a call that raises,
 wrong values, launching nothing, launching more than MAX_LAUNCHES) are refused with one
 line, a non-zero exit and nothing written, before Nsight Compute runs (a stand-in ncu

@@ -72,8 +72,14 @@ def test_invalid_combinations_raise(overrides, why):
         KernelConfig(**{**BASE, **overrides})
 
 
-def test_config_error_is_value_error():
-    assert issubclass(ConfigError, ValueError)
+def test_config_error_reaches_the_user_as_one_line(capsys):
+    from kernels.cli import run_cli
+
+    assert run_cli("prog", lambda: variant(9)) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["prog: error: unknown kernel 9: valid kernels are 1-7"]
+    with pytest.raises(ValueError):  # callers that validate with `except ValueError` still catch it
+        variant(9)
 
 
 def test_valid_alternatives_build():
@@ -117,3 +123,11 @@ def test_unknown_variant_raises(bad):
 
 def test_variant_accepts_strings():
     assert variant("3") == VARIANTS[3]
+
+
+def test_reference_targets_are_the_ones_profiling_can_run():
+    from kernels.config import REFERENCE_IDS
+    from profiling.reference import REFERENCES
+
+    assert set(REFERENCE_IDS) == set(REFERENCES)
+

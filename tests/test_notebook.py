@@ -2,7 +2,6 @@
 shipped reports with no cell error (started from analysis/, as `make notebook` does)."""
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -36,11 +35,9 @@ def _kernel_name() -> str:
 @pytest.mark.parametrize("cwd", ["analysis", "tests"])
 def test_notebook_runs_clean(cwd):
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    t0 = time.perf_counter()
     client = nbclient.NotebookClient(nb, timeout=120, kernel_name=_kernel_name(),
                                      resources={"metadata": {"path": str(ROOT / cwd)}})
     client.execute()  # raises CellExecutionError on the first failing cell
-    assert time.perf_counter() - t0 < 60
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert any("image/png" in o.get("data", {}) for o in outputs)  # figures rendered inline

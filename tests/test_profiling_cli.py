@@ -1,4 +1,4 @@
-"""CPU tests of the Nsight Compute layer (issue 3): the ncu command line, finding ncu,
+"""CPU tests of the Nsight Compute layer: the ncu command line, finding ncu,
 recognising its failures, live replay progress, keeping old reports, and a whole
 `profile_all` run against a fake `ncu` script. No GPU, no torch, no real ncu needed."""
 from __future__ import annotations
@@ -201,7 +201,7 @@ if mode == "crash":
 w('==PROF== Profiling "flash_fwd_kernel" - 0: 0%'); sys.stdout.flush(); time.sleep(0.3)
 w("....50%"); sys.stdout.flush(); time.sleep(0.3)
 w("....100% - 38 passes\n"); sys.stdout.flush()
-if mode == "many":  # a user target whose call launched more kernels (issue 19)
+if mode == "many":  # a user target whose call launched more kernels
     for i, name in enumerate(("softmax_kernel", "gemm_kernel"), 1):
         w(f'==PROF== Profiling "{{name}}" - {{i}}: 0%....50%....100% - 38 passes\n')
 out = args[args.index("--export") + 1]
@@ -433,7 +433,7 @@ def test_build_progress_format(capsys):
 
 
 
-# --------------------------------------------------- user targets (issue 19)
+# -------------------------------------------------------------- user targets
 @pytest.fixture
 def user_file(tmp_path):
     f = tmp_path / "src" / "my_attn.py"

@@ -1,4 +1,4 @@
-"""User targets (issue 19) on the CPU: spec parsing, loading a callable from a file or a
+"""User targets on the CPU: spec parsing, loading a callable from a file or a
 module, the layout adapter and its output checks (with stand-in tensors: no torch needed),
 the launch limit, and the source record of the sidecar. The end-to-end refusals through
 real processes are in test_bad_inputs.py; the GPU-only ones in test_byo_gpu.py."""

@@ -9,30 +9,12 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from . import labels
 from .identity import ANCHORS, KERNEL_NAMES, kernel_color, kernel_label, kernel_rank
 from .style import new_fig as _new_fig
 
 
 # --------------------------------------------------------------------------- bench
-def _spread_labels(ys: list[float], gap: float) -> list[float]:
-    """Positions for labels at ``ys`` pushed apart to at least ``gap`` (same order)."""
-    order = sorted(range(len(ys)), key=lambda i: ys[i])
-    pos = [ys[i] for i in order]
-    for _ in range(100):
-        moved = False
-        for i in range(1, len(pos)):
-            if pos[i] - pos[i - 1] < gap - 1e-9:
-                mid = (pos[i] + pos[i - 1]) / 2
-                pos[i - 1], pos[i] = mid - gap / 2, mid + gap / 2
-                moved = True
-        if not moved:
-            break
-    out = [0.0] * len(ys)
-    for k, i in enumerate(order):
-        out[i] = pos[k]
-    return out
-
-
 def plot_progression(bench: pd.DataFrame, headline: pd.DataFrame, *, gpu: str = "", method: str = "",
                      batch: str = "", pct_col: str = "pct_of_ref") -> Figure:
     """Left: TFLOP/s vs sequence length per target. Middle: % of FA2 at each S (from the
@@ -86,7 +68,7 @@ def plot_progression(bench: pd.DataFrame, headline: pd.DataFrame, *, gpu: str = 
                 colors.append(kernel_color(t))
             else:
                 off.append((t, float(s[pct_col].median())))
-        pos = _spread_labels(ends, 0.045 * (hi - lo))
+        pos = labels.spread_labels(ends, 0.045 * (hi - lo))
         x_end = seqs[-1]
         for y0, y1, n, c in zip(ends, pos, names, colors):
             px.annotate(n, xy=(x_end, y0), xytext=(x_end * 1.25, y1), fontsize=7.5, color=c, va="center",

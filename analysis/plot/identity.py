@@ -6,51 +6,20 @@ context strings. Kernels 1-7 and the anchors (FA2, cuDNN) have fixed names and c
 any other report gets a short tag from ``labels``."""
 from __future__ import annotations
 
-import math
-import re
 
 import matplotlib
 import numpy as np
 import pandas as pd
 
+from ..targets import (ANCHORS, KERNEL_IDS, KERNEL_NAMES, KERNEL_ORDER, KERNEL_TICKS,  # noqa: F401
+                       is_series, kernel_key, kernel_rank)
 from . import labels
 
-KERNEL_IDS = tuple(str(i) for i in range(1, 8))
-ANCHORS = ("ref", "cudnn")
-KERNEL_ORDER = KERNEL_IDS + ANCHORS
-KERNEL_NAMES = {
-    "1": "base", "2": "swizzling", "3": "eager K/V loads", "4": "fragment interleaving",
-    "5": "register double buffering", "6": "FP32 instruction fusion", "7": "auto-tuned",
-    "ref": "FA2 (PyTorch flash backend)", "cudnn": "cuDNN SDPA (Hopper wgmma)",
-}
-# Two-line tick labels for bar charts with one bar (group) per kernel.
-KERNEL_TICKS = {"1": "base", "2": "swizzling", "3": "eager K/V", "4": "fragment\ninterleave",
-                "5": "register\ndbl. buffer", "6": "FP32\nfusion", "7": "auto-tuned",
-                "ref": "PyTorch\nflash", "cudnn": "SDPA\nwgmma"}
 _ANCHOR_COLORS = {"ref": "#111111", "cudnn": "#d62728"}
 _OTHER_COLOR = "#8c8c8c"
 
 
 # --------------------------------------------------------------------------- identity
-def kernel_key(report, variant=None) -> str:
-    """'1'..'7', 'ref', 'cudnn' from the sidecar variant, else from the report stem."""
-    if variant is not None and not (isinstance(variant, float) and math.isnan(variant)) \
-            and not pd.isna(variant) and str(variant) not in ("", "nan", "None"):
-        return str(variant)
-    stem = str(report).rsplit("/", 1)[-1]
-    hit = re.match(r"^kernel_?(\d+)", stem)
-    if hit:
-        return hit.group(1)
-    for a in ANCHORS:
-        if stem == a or stem.startswith(a + "_"):
-            return a
-    return stem
-
-
-def kernel_rank(key: str) -> tuple:
-    return (KERNEL_ORDER.index(key), "") if key in KERNEL_ORDER else (len(KERNEL_ORDER), key)
-
-
 def kernel_color(key: str):
     key = str(key)
     if key in _ANCHOR_COLORS:
@@ -69,11 +38,6 @@ def kernel_label(key: str, short: bool = False) -> str:
     if key == "cudnn":
         return "cuDNN" if short else KERNEL_NAMES[key]
     return key
-
-
-def is_series(key) -> bool:
-    """A kernel of the flashprof series (1-7) or one of its anchors (FA2, cuDNN)."""
-    return str(key) in KERNEL_ORDER
 
 
 def launches(frame: pd.DataFrame) -> pd.DataFrame:

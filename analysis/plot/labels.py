@@ -108,6 +108,27 @@ def name_table(L: pd.DataFrame, ident: pd.DataFrame | None = None, width: int = 
     return rows
 
 
+def spread_labels(ys: list[float], gap: float, rounds: int = 100, slack: float = 1e-9) -> list[float]:
+    """Positions for labels at ``ys`` pushed apart to at least ``gap`` (same order as
+    ``ys``): neighbours closer than ``gap - slack`` move apart about their midpoint, for at
+    most ``rounds`` passes."""
+    order = sorted(range(len(ys)), key=lambda i: ys[i])
+    pos = [ys[i] for i in order]
+    for _ in range(rounds):
+        moved = False
+        for i in range(1, len(pos)):
+            if pos[i] - pos[i - 1] < gap - slack:
+                mid = (pos[i] + pos[i - 1]) / 2
+                pos[i - 1], pos[i] = mid - gap / 2, mid + gap / 2
+                moved = True
+        if not moved:
+            break
+    out = [0.0] * len(ys)
+    for k, i in enumerate(order):
+        out[i] = pos[k]
+    return out
+
+
 def palette(n: int) -> list:
     """n distinguishable colours (tab10, then tab20, then a cyclic map)."""
     if n <= 10:

@@ -18,7 +18,7 @@ from matplotlib.patches import Patch
 
 from ..stalls import STALL_FAMILIES
 from . import labels
-from .style import PIPE_LABELS, SMEM_FAMILY, new_fig, reason_style
+from .style import BANK_NOTE, PIPE_LABELS, SMEM_FAMILY, new_fig, reason_style
 
 SLOT_IN = 0.13        # inches of x axis per launch
 MIN_AXES_IN = 6.5
@@ -242,7 +242,5 @@ def banks_many(banks: pd.DataFrame, L: pd.DataFrame, *, context: str, table: lis
         _style_axes(a)
     sheet.finish(f"Shared-memory bank conflicts and ldmatrix traffic per launch ({len(L)} launch"
                  f"{'es' if len(L) > 1 else ''})", context,
-                 "n-way = l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st} / (wavefronts - "
-                 "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}); ldmatrix = smsp__inst_executed_op_ldsm."
-                 + _lacking(sum(1 for t in tops if math.isnan(t)), len(L), "shared-memory wavefront metrics"))
+                 BANK_NOTE + _lacking(sum(1 for t in tops if math.isnan(t)), len(L), "shared-memory wavefront metrics"))
     return sheet.fig

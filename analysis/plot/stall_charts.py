@@ -18,7 +18,7 @@ from matplotlib.patches import Patch
 from ..stalls import REASON_FAMILY, STALL_FAMILIES, STALL_REASONS
 from . import launch_charts
 from .identity import KERNEL_TICKS, _many_args, context_line, is_series, kernel_color, launches
-from .style import PIPE_LABELS, REASON_COLORS, SMEM_FAMILY, new_fig as _new_fig, reason_style as _reason_style
+from .style import BANK_NOTE, PIPE_LABELS, REASON_COLORS, SMEM_FAMILY, new_fig as _new_fig, reason_style as _reason_style
 
 
 # --------------------------------------------------------------------------- stalls
@@ -283,7 +283,6 @@ def plot_bank_conflicts(banks: pd.DataFrame, ident: pd.DataFrame | None = None, 
                  fontsize=11.5, fontweight="bold", y=0.975)
     if ident is not None:
         fig.text(0.07, 0.875, context_line(ident, roof, reports=L["report"].unique()), fontsize=8.5, color="#333333")
-    fig.text(0.07, 0.02, "n-way = l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st} / (wavefronts - "
-             "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}); ldmatrix = smsp__inst_executed_op_ldsm.",
+    fig.text(0.07, 0.02, BANK_NOTE,
              fontsize=6.8, color="#444444")
     return fig

@@ -9,12 +9,11 @@ benchmarks must pass. No GPU needed for any of this.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import subprocess
 from pathlib import Path
 
 from kernels import sass
+from kernels.nvcc import build_file, link_flags, nvcc_path
 from kernels.toolchain import find_toolchain
 
 SRC_DIR = Path(__file__).resolve().parent
@@ -55,15 +54,9 @@ def _cache_key(arch: str, mode: str) -> str:
 def nvcc_command(arch: str, out: Path, *, cubin: bool = False) -> list[str]:
     """The nvcc command line for the binary (or, with ``cubin``, its device code only)."""
     sass.check_arch(arch)
-    nvcc = find_toolchain("nvcc", "ptxas").path("nvcc")
-    cmd = [str(nvcc), *NVCC_FLAGS, f"-arch={target(arch)}"]
-    if cubin:
-        cmd += ["-cubin", "-Xptxas", "-v"]
-    else:
-        # The cuda-toolkit wheels keep the static runtime in <root>/lib, where nvcc does not look.
-        lib = nvcc.parent.parent / "lib"
-        if (lib / "libcudart_static.a").exists():
-            cmd.append(f"-L{lib}")
+    nvcc = nvcc_path()
+    cmd = [nvcc, *NVCC_FLAGS, f"-arch={target(arch)}"]
+    cmd += ["-cubin", "-Xptxas", "-v"] if cubin else link_flags(nvcc)
     return [*cmd, "-o", str(out), str(ENTRY)]
 
 
@@ -73,18 +66,9 @@ def build(arch: str, *, cubin: bool = False, force: bool = False) -> Path:
     out = BUILD_DIR / f"{arch}-{mode}-{_cache_key(arch, mode)}" / ("ceilings.cubin" if cubin else "ceilings")
     if out.exists() and not force:
         return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}")  # a concurrent build never sees half a file
-    cmd = nvcc_command(arch, tmp, cubin=cubin)
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=sass.REPO)
-    log = proc.stdout + proc.stderr
-    if proc.returncode != 0 or not tmp.exists():
-        tmp.unlink(missing_ok=True)
-        errors = [ln for ln in log.splitlines() if "error" in ln.lower()] or log.splitlines()
-        raise sass.BuildError(f"nvcc failed for the ceilings benchmarks ({arch}), exit {proc.returncode}:\n"
-                              + "\n".join(errors[:20]) + f"\ncommand: {' '.join(cmd)}")
+    _, log = build_file(lambda tmp: nvcc_command(arch, tmp, cubin=cubin), out,
+                        f"the ceilings benchmarks ({arch})")
     out.with_name(out.name + ".log").write_text(log)
-    os.replace(tmp, out)
     return out
 
 

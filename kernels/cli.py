@@ -1,0 +1,41 @@
+"""The one command-line contract of every entry point (``python -m kernels.sass``,
+``profiling.*``, ``analysis.*``): a failure the user can fix is one line on stderr,
+``<prog>: error: <message>``, and a non-zero exit; never a traceback, never a usage block.
+
+* ``FlashprofError``: the base of every such failure (ConfigError, BuildError,
+  ToolchainError, ReportError, ... subclass it). ``exit_code`` says the exit status (2
+  unless a subclass says otherwise).
+* ``ArgumentParser``: argparse whose usage errors are that one line too.
+* ``run_cli(prog, main)``: runs ``main()`` and turns a ``FlashprofError`` (or Ctrl-C) into
+  the line and the exit status.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable
+
+
+class FlashprofError(Exception):
+    """A failure with a message meant for the user."""
+
+    exit_code = 2
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line (the usage block stays behind --help)."""
+
+    def error(self, message: str):
+        name = self.prog.rsplit(".", 1)[-1].split()[0]  # "python -m kernels.sass diff" -> "sass"
+        self.exit(2, f"{name}: error: {message} (see --help)\n")
+
+
+def run_cli(prog: str, main: Callable[[], int]) -> int:
+    try:
+        return main()
+    except FlashprofError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
