@@ -56,12 +56,18 @@ def _build_parser() -> _Parser:
     c = sub.add_parser("compare", help="two reports side by side with deltas and regression flags")
     c.add_argument("a", help="baseline report")
     c.add_argument("b", help="report compared against the baseline")
-    g = sub.add_parser("gap", help="cross-GPU pipe-time model: % of FA2 on RTX 3090 / A100 / H200")
+    g = sub.add_parser("gap", help="cross-GPU issue model: % of FA2 on RTX 3090 / A100 / H200")
     g.add_argument("reports", nargs="*", help="reports or directories (default: reports/*/*.ncu-rep)")
     g.add_argument("--sass", help="static opcode CSV (default: reports/sass/opcodes.csv)")
     g.add_argument("--bench", action="append", help="bench CSV with measured %% of FA2 (repeatable)")
-    g.add_argument("--model", choices=("pipes", "issue"), default="pipes",
-                   help="pipes: the pipe-time bound (default); issue: the SASS issue model (issue 13)")
+    g.add_argument("--model", choices=("issue", "pipes"), default="issue",
+                   help="issue: the SASS issue model, nothing fitted (default; read from "
+                        "reports/gap/issue_model.json while its inputs are unchanged); "
+                        "pipes: the issue-6 pipe-time bound (fitted, superseded)")
+    g.add_argument("--write", metavar="DIR", help="with --model issue: recompute and write "
+                   "issue_model.json + issue_model.meta.json into DIR (e.g. reports/gap/)")
+    g.add_argument("--recompute", action="store_true",
+                   help="with --model issue: run the model even if the committed result is fresh")
     g.add_argument("--plot", help="with --model issue: also write the figure to this PNG path")
     for p in (s, c):
         p.add_argument("--format", choices=FORMATS, default="table")
@@ -75,14 +81,38 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
     print(f"{PROG}: warning: {message}", file=sys.stderr)
 
 
+def _issue_records(ns: argparse.Namespace, cache: bool) -> list[dict]:
+    """The committed issue-model result when nothing it was computed from has changed and
+    no reports were named; otherwise the model itself (minutes), written if --write."""
+    import time
+
+    from .gap import frozen
+    from .gap.issue_report import gap_issue_paths
+
+    if ns.write and ns.reports:
+        raise ReportError("--write stores the result of the default inputs: name no reports")
+    if not (ns.reports or ns.write or ns.recompute):
+        recs, why = frozen.fresh()
+        if recs is not None:
+            return recs
+        print(f"{PROG}: note: {why}; running the issue model (takes minutes; "
+              "--write reports/gap/ stores the result)", file=sys.stderr)
+    t0 = time.perf_counter()
+    recs = gap_issue_paths(_expand(ns.reports), cache=cache)
+    if ns.write:
+        frozen.write(recs, ns.write, runtime_s=time.perf_counter() - t0)
+    return recs
+
+
 def _run(ns: argparse.Namespace) -> str:
     cache = not ns.no_cache
-    if ns.command == "gap" and ns.plot and ns.model != "issue":
-        raise ReportError("--plot needs --model issue")
+    if ns.command == "gap" and ns.model != "issue" and (ns.plot or ns.write or ns.recompute):
+        raise ReportError("--plot, --write and --recompute need --model issue")
+    if ns.command == "gap" and ns.model == "issue" and (ns.sass or ns.bench):
+        raise ReportError("--sass and --bench belong to --model pipes (the issue model reads reports/sass/loops)")
     if ns.command == "gap" and ns.model == "issue":
-        from .gap.issue_report import gap_issue_paths
         from .gap.issue_report import render as render_issue
-        recs = gap_issue_paths(_expand(ns.reports), cache=cache)
+        recs = _issue_records(ns, cache)
         if ns.plot:
             from .gap.issue_report import write_plot
             write_plot(recs, ns.plot)

@@ -169,6 +169,15 @@ class Inputs:
             return {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"}
 
     @cached_property
+    def gap_issue(self) -> dict:
+        """The issue model's committed result (reports/gap/issue_model.json) while every
+        input it was computed from is unchanged: {'records': [...]}, else {'error': why}
+        (drawing never reruns the minutes-long model)."""
+        from .gap import frozen
+        recs, why = frozen.fresh()
+        return {"records": recs} if recs is not None else {"error": why}
+
+    @cached_property
     def bench(self) -> pd.DataFrame | None:
         p = self.reports_dir / "bench.csv"
         if not p.is_file():

@@ -101,8 +101,10 @@ def build(inp: Inputs, out: Path, only=None, log=print, jobs: int | None = None)
             raise
         except Exception:
             pass
-    if inp.series and any(n in names for n in ("gap", "gpu_ceilings", "pipe_shares")):
+    if inp.series and any(n in names for n in ("gpu_ceilings", "pipe_shares")):
         inp.gap  # computed once, before the workers fork
+    if inp.series and "gap" in names:
+        inp.gap_issue  # the committed issue-model result, hashed and read once
     work, captions, skipped = [], [], []
     for name in names:
         try:

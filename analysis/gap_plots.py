@@ -1,10 +1,11 @@
 """Plot stage for the gap model: frames from ``analysis.gap`` -> matplotlib Figures.
 
-Input: ``gap_table`` / ``pipe_shares`` / ``ceilings`` frames (no reports, no model math).
+Input: the issue model's records (``analysis.gap.frozen`` / ``issue_report``) and the
+``pipe_shares`` / ``ceilings`` frames (no reports, no model math).
 Output: one ``Figure`` per call; nothing is written here. Each plot takes an optional
 ``title`` (bold, top left) and ``subtitle`` (a wrapped context line under it); the canvas
 grows to make room and the axes keep their size in inches. Artists tests read back carry a
-``gid``: ``gap:<gpu_key>:<pred|obs>``, ``share:<gpu_key>:<pipe>``, ``ceiling:<gpu_key>:<kind>``.
+``gid``: ``issue:<gpu_key>:<obs|pred|cycles>``, ``share:<gpu_key>:<pipe>``, ``ceiling:<gpu_key>:<kind>``.
 """
 from __future__ import annotations
 
@@ -52,33 +53,6 @@ def _with_titles(fig: Figure, title: str | None, subtitle: str | None) -> Figure
         fig.text(0.01, 1 - (0.42 if title else 0.12) / total, sub, fontsize=7.5, color="#333333",
                  va="top", ha="left", gid="subtitle")
     return fig
-
-
-def plot_gap(table: pd.DataFrame, title: str | None = None, subtitle: str | None = None) -> Figure:
-    """Predicted vs observed % of FA2 per kernel, one panel per GPU (bars: observed,
-    markers: predicted with the fitted combination, hollow: pure max bound)."""
-    t = table[table["target"] != "ref"]
-    keys = list(dict.fromkeys(t["gpu_key"]))
-    fig = Figure(figsize=(4.2 * max(1, len(keys)), 3.6), dpi=150)
-    axes = fig.subplots(1, max(1, len(keys)), sharey=True, squeeze=False)[0]
-    for ax, key in zip(axes, keys):
-        sub = t[t["gpu_key"] == key].sort_values("target")
-        x = np.arange(len(sub))
-        ax.bar(x, sub["observed_pct"].fillna(0), color=_color(key), alpha=0.35,
-               label="observed", gid=f"gap:{key}:obs")
-        ax.plot(x, sub["pred_pct"], "o", color=_color(key), label="model", gid=f"gap:{key}:pred")
-        ax.plot(x, sub["pred_pct_max"], "o", mfc="none", color="k", ms=4, label="max bound only",
-                gid=f"gap:{key}:max")
-        ax.axhline(100, color="k", lw=0.6, ls=":")
-        ax.set_xticks(x, sub["target"].tolist())
-        ax.set_xlabel("kernel")
-        mae = sub["error_pp"].abs().mean()
-        ax.set_title(f"{sub['gpu'].iloc[0]}\nMAE {mae:.1f} pp" if not math.isnan(mae) else sub["gpu"].iloc[0],
-                     fontsize=9)
-    axes[0].set_ylabel("% of FlashAttention-2 (S=4096)")
-    axes[0].legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    return _with_titles(fig, title, subtitle)
 
 
 def plot_pipe_shares(shares: pd.DataFrame, title: str | None = None,
@@ -130,6 +104,21 @@ def plot_ceilings(ceil: pd.DataFrame, title: str | None = None,
     return _with_titles(fig, title, subtitle)
 
 
+def issue_gap_titles(recs: list[dict]) -> tuple[str, str]:
+    """Title and subtitle of the gap figure: shape, clocks, where the observed numbers come
+    from, the per-GPU errors, and that nothing is fitted."""
+    summ = {r["gpu_key"]: r for r in recs if r["kind"] == "summary"}
+    clocks = {r["gpu_key"]: r["clock_mhz"] for r in recs if r["kind"] == "row"}
+    parts = [f"{k} @ {clocks.get(k, math.nan):.0f} MHz: " + (
+        f"MAE {s['mae_pp']:.1f} pp" if not math.isnan(s["mae_pp"]) else f"cycles MAPE {s['cycles_mape_pct']:.1f} %")
+        for k, s in summ.items()]
+    return ("Kernels 1-7 vs FlashAttention-2: in-order issue model over each GPU's own SASS (nothing fitted)",
+            "B16 H16 S4096 d128 fp16, non-causal; bars: A100 / RTX 3090 published % of FA2 at the series' "
+            "locked clocks (labels: predicted - published, pp); H200: predicted / measured SM cycles of its "
+            "Nsight Compute reports \u00b7 " + "; ".join(parts)
+            + "; fitted parameters: none")
+
+
 def plot_issue_gap(records: list[dict], title: str | None = None, subtitle: str | None = None) -> Figure:
     """The issue model (analysis.gap.issue_report records): per GPU with published numbers,
     observed % of FA2 per kernel (bars) and predicted (markers); for a GPU with measured
@@ -150,6 +139,7 @@ def plot_issue_gap(records: list[dict], title: str | None = None, subtitle: str 
         x = np.arange(len(sub))
         labels = [r["target"] for r in sub]
         clock = sub[0]["clock_mhz"]
+        name = str(sub[0].get("gpu") or key).removeprefix("NVIDIA ")
         if key in pub:
             obs = [r["observed_pct"] for r in sub]
             pred = [r["pred_pct"] for r in sub]
@@ -161,7 +151,7 @@ def plot_issue_gap(records: list[dict], title: str | None = None, subtitle: str 
             ax.axhline(100, color="#555555", lw=0.8, ls="--")
             ax.set_ylabel("% of FlashAttention-2 (same GPU)")
             ax.set_ylim(0, 125)
-            ax.set_title(f"{key} at {clock:.0f} MHz: % of FA2", fontsize=9)
+            ax.set_title(f"{name} at {clock:.0f} MHz: % of FA2", fontsize=9)
         else:
             ratio = [r["pred_cycles"] / r["measured_cycles"] for r in sub]
             ax.bar(x, ratio, color=_color(key), alpha=0.7, gid=f"issue:{key}:cycles")
@@ -170,7 +160,7 @@ def plot_issue_gap(records: list[dict], title: str | None = None, subtitle: str 
             ax.axhline(1.0, color="#555555", lw=0.8, ls="--")
             ax.set_ylabel("predicted / measured SM cycles")
             ax.set_ylim(0, 1.3)
-            ax.set_title(f"{key} at {clock:.0f} MHz: cycles vs ncu", fontsize=9)
+            ax.set_title(f"{name} at {clock:.0f} MHz: cycles vs ncu", fontsize=9)
         ax.set_xticks(x, labels)
         ax.set_xlabel("kernel")
         if key in pub:

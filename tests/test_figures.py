@@ -88,7 +88,20 @@ def test_gap_failure_is_a_skip_not_an_error(tmp_path, monkeypatch):
     inp = figures.make_inputs(REPORTS)
     lines = []
     written = figures.build(inp, tmp_path, only=["gap", "gpu_ceilings", "pipes"], log=lines.append, jobs=1)
-    assert [p.name for p in written] == ["pipes.png"]
-    assert sum("skipped: analysis.gap failed (RuntimeError: model exploded)" in ln for ln in lines) == 2
+    # gap.png is drawn from the committed issue-model result, not from gap_table
+    assert sorted(p.name for p in written) == ["gap.png", "pipes.png"]
+    assert sum("skipped: analysis.gap failed (RuntimeError: model exploded)" in ln for ln in lines) == 1
+
+
+def test_gap_figure_without_a_fresh_committed_result_is_a_skip(tmp_path, monkeypatch):
+    from analysis.gap import frozen
+
+    monkeypatch.setattr(frozen, "DIR", tmp_path / "nothing")
+    inp = figures.make_inputs(REPORTS)
+    lines = []
+    written = figures.build(inp, tmp_path, only=["gap"], log=lines.append, jobs=1)
+    assert written == []
+    assert any("gap" in ln and "skipped" in ln and "no committed issue-model result" in ln
+               and "--write reports/gap/" in ln for ln in lines)
 
 

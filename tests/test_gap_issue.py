@@ -135,7 +135,8 @@ def test_cli_bad_inputs_are_one_line_errors(capsys, tmp_path):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "missing.ncu-rep" in err[0]
     assert main(["gap", "--plot", str(tmp_path / "x.png"), str(tmp_path / "missing.ncu-rep")]) == 2
-    assert "--plot needs --model issue" in capsys.readouterr().err
+    assert main(["gap", "--model", "pipes", "--plot", str(tmp_path / "x.png")]) == 2
+    assert "need --model issue" in capsys.readouterr().err
 
 
 def test_missing_sass_is_a_clear_error():
@@ -161,3 +162,45 @@ def test_plot_issue_gap_has_a_panel_per_gpu():
     h200 = [ax for ax in fig.axes if "h200" in ax.get_title()][0]
     bar = [p for p in h200.patches if p.get_gid() == "issue:h200_sxm:cycles"][0]
     assert bar.get_height() == pytest.approx(0.9)  # 90 predicted / 100 measured cycles
+
+
+def test_h200_constants_come_from_the_measured_ceilings():
+    doc = json.loads((REPO / "reports" / "h200" / "ceilings.json").read_text())
+    val = {(x["kind"], x["name"]): x["value"] for x in doc["measurements"] if x.get("check") == "ok"}
+    m = machine("h200_sxm")
+    assert m.smem_latency == pytest.approx(val[("latency", "lds_32")])
+    assert m.ldsm_latency == pytest.approx(val[("latency", "ldsm_x4")])
+    assert m.mufu_latency == pytest.approx(val[("latency", "mufu_ex2")])
+    assert m.barrier_latency == pytest.approx(val[("latency", "bar_sync_128")])
+    assert m.bar_latency(8) == pytest.approx(val[("latency", "bar_sync_256")])
+    assert m.l2_latency == pytest.approx(val[("latency", "cp_async_wait")])
+    # per sub-partition: 4096 FLOP per HMMA.16816 / (FLOP/clk/SM / 4)
+    assert m.hmma_interval == pytest.approx(4096 / (val[("throughput", "mma_f16_f32")] / 4))
+    assert m.mufu_interval == pytest.approx(32 / (val[("throughput", "mufu_ex2")] / 4))
+    assert m.sources["l2_latency"].startswith("measured: h200/ceilings.json latency cp_async_wait")
+    # GPUs without a measured file keep the literature values and one barrier latency
+    a100 = machine("a100_80gb")
+    assert a100.ldsm_latency is None and a100.bar_latency(8) == a100.barrier_latency
+
+
+def test_a_failed_or_absent_measurement_keeps_the_literature_value(tmp_path):
+    lit = machine("h200_sxm", ceilings=None)
+    doc = {"measurements": [{"name": "lds_32", "kind": "latency", "value": 99.0, "check": "timed out"},
+                            {"name": "mufu_ex2", "kind": "latency", "value": None, "check": "ok"},
+                            {"name": "bar_sync_128", "kind": "latency", "value": 21.0, "check": "ok"}]}
+    f = tmp_path / "ceilings.json"
+    f.write_text(json.dumps(doc))
+    m = machine("h200_sxm", ceilings=f)
+    assert m.smem_latency == lit.smem_latency and m.mufu_latency == lit.mufu_latency
+    assert m.barrier_latency == 21.0 and m.l2_latency == lit.l2_latency
+
+
+def test_measured_ldsm_latency_sets_the_ldsm_completion():
+    m = machine("h200_sxm")
+    body = _body([("LDSM.16.M88.4 R0, [R2]", _hi(stall=1, wbar=0)), ("IADD3 R1, R0, 0x1, RZ", _hi(stall=1, wait=1))])
+    r = simulate(body, m, ctas=1, warps_per_cta=1, iterations=6)
+    # issue, then the conflict-free x4 is usable ldsm_latency cycles after it starts, then the IADD3
+    assert r["cycles_per_iter"] == pytest.approx(m.ldsm_latency + 1, abs=2)
+    lds = _body([("LDS R0, [R2]", _hi(stall=1, wbar=0)), ("IADD3 R1, R0, 0x1, RZ", _hi(stall=1, wait=1))])
+    r = simulate(lds, m, ctas=1, warps_per_cta=1, iterations=6)
+    assert r["cycles_per_iter"] == pytest.approx(1 + m.smem_latency + 1, abs=2)

@@ -1,13 +1,15 @@
 """Gap stage: why the series' kernels reach ~101.5 % of FlashAttention-2 on an RTX 3090
 but ~80 % on an A100 (issues 6 and 13).
 
-Two models live here, each in its own module:
-* ``throughput`` -- the issue-6 pipe-time bound (per-pipe times from executed counters,
-  combined with a fitted alpha); kept because figures and the CLI's default table use it.
-* the issue-13 instruction-level model: ``controls`` (SASS with decoded control codes),
-  ``constants`` (per-GPU latencies / issue intervals with sources), ``scheduler`` (an
-  in-order, per-sub-partition issue simulation of the KV loop) and ``issue_report``
-  (predictions vs published / measured, sensitivity, rendering). Nothing in it is fitted.
+The gap model is the issue-13 instruction-level model (nothing fitted): ``controls`` (SASS
+with decoded control codes), ``constants`` (per-GPU latencies / issue intervals with
+sources; the H200's from reports/h200/ceilings.json), ``scheduler`` (an in-order,
+per-sub-partition issue simulation of the KV loop), ``issue_report`` (predictions vs
+published / measured, sensitivity, rendering) and ``frozen`` (its committed result,
+reports/gap/issue_model.json, read while the inputs' hashes match).
+``throughput`` -- the issue-6 pipe-time bound with a fitted alpha -- is superseded; it stays
+for ``--model pipes``, the ceilings / pipe-share figures and the static-SASS helpers the
+issue model imports.
 """
 from .throughput import *  # noqa: F401,F403  (the public API the CLI, figures and tests use)
 from .throughput import HERE, REPO  # noqa: F401

@@ -22,9 +22,17 @@ FLOP_PER_HMMA = 2 * 16 * 8 * 16
 # Literature constants that the sensitivity table varies by +-20 %.
 SENSITIVE = ("smem_latency", "l1_latency", "l2_latency", "mufu_latency", "barrier_latency",
              "mio_queue_depth", "lsu_per_clk_sm")
-# ceilings.json latency names -> Machine fields (cycles).
-_CEILING_LATENCY = {"lds_32": "smem_latency", "mufu_ex2": "mufu_latency",
-                    "bar_sync_128": "barrier_latency"}
+# ceilings.json latency names -> Machine fields (cycles). cp_async_wait is a 16-byte
+# cp.async from L2 + commit + wait_group 0 (kernels/ceilings/latency.cuh): the LDGSTS
+# completion the scheduler charges as ``l2_latency``.
+_CEILING_LATENCY = {"lds_32": "smem_latency", "ldsm_x4": "ldsm_latency", "mufu_ex2": "mufu_latency",
+                    "bar_sync_128": "barrier_latency", "bar_sync_256": "barrier_latency_256",
+                    "cp_async_wait": "l2_latency"}
+# ceilings.json throughputs -> (Machine field, per-SM rate -> that field).
+_CEILING_RATE = {
+    "mma_f16_f32": ("hmma_interval", lambda v: FLOP_PER_HMMA / (v / SUBPARTITIONS)),  # FLOP/clk/SM
+    "mufu_ex2": ("mufu_interval", lambda v: 32 / (v / SUBPARTITIONS)),                # op/clk/SM
+}
 
 
 @dataclass(frozen=True)
@@ -50,11 +58,20 @@ class Machine:
     regs_per_sm: int
     smem_per_sm_kb: float
     smem_reserved_per_cta_kb: float
+    # Measured on the H200 only (None elsewhere: the scheduler then uses smem_latency /
+    # barrier_latency): LDSM.x4 issue-to-use latency, BAR.SYNC of 256 threads.
+    ldsm_latency: float | None = None
+    barrier_latency_256: float | None = None
     sources: dict = field(default_factory=dict, compare=False)
 
     @property
     def fp32_interval(self) -> float:
         return 2.0  # each 16-lane datapath takes a 32-thread warp instruction in 2 cycles
+
+    def bar_latency(self, warps_per_cta: int) -> float:
+        if warps_per_cta * 32 >= 256 and self.barrier_latency_256 is not None:
+            return self.barrier_latency_256
+        return self.barrier_latency
 
     def scaled(self, name: str, factor: float) -> "Machine":
         return replace(self, **{name: getattr(self, name) * factor})
@@ -97,18 +114,26 @@ def machine(gpu_key: str, gpus: dict | None = None, ceilings: Path | None = CEIL
 
 
 def _measured(path: Path, sources: dict) -> dict:
-    """Latencies measured by the H200 microbenchmarks (cycles), where present."""
+    """Latencies (cycles) and pipe rates measured by the H200 microbenchmarks
+    (``make ceilings``), where present and checked ok; they replace the literature values."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
     out = {}
     for m in data.get("measurements", []):
-        name = _CEILING_LATENCY.get(m.get("name")) if m.get("kind") == "latency" else None
-        v = m.get("value")
-        if name and isinstance(v, (int, float)) and math.isfinite(v) and v > 0:
-            out[name] = float(v)
-            sources[name] = f"measured: {path.name} latency {m['name']}"
+        v, kind = m.get("value"), m.get("kind")
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0) or m.get("check", "ok") != "ok":
+            continue
+        if kind == "latency" and m.get("name") in _CEILING_LATENCY:
+            name, value = _CEILING_LATENCY[m["name"]], float(v)
+        elif kind == "throughput" and m.get("name") in _CEILING_RATE:
+            name, convert = _CEILING_RATE[m["name"]]
+            value = convert(float(v))
+        else:
+            continue
+        out[name] = value
+        sources[name] = f"measured: {path.parent.name}/{path.name} {kind} {m['name']} = {v:.4g} {m.get('unit', '')}"
     return out
 
 

@@ -153,7 +153,7 @@ def other_shape_rows(meas: dict, slugs: dict, conflicts: dict) -> list[dict]:
 
 def _row(key, t, seq, m, r, pct, obs, src, meas) -> dict:
     return {
-        "kind": "row", "gpu_key": key, "target": t, "seq": seq, "arch": GPUS[key], "clock_mhz": m.clock_mhz,
+        "kind": "row", "gpu_key": key, "gpu": m.name, "target": t, "seq": seq, "arch": GPUS[key], "clock_mhz": m.clock_mhz,
         "pred_pct": pct, "observed_pct": obs, "observed_source": src,
         "error_pp": pct - obs if not (math.isnan(pct) or math.isnan(obs)) else math.nan,
         "pred_tflops": r["tflops"], "pred_cycles": r["pred_cycles"],
@@ -252,23 +252,26 @@ LIMITATIONS = (
     "FA2's sm_90 code is not in reports/sass/fa2 (only sm_80/sm_86 cubins were extracted): H200 rows "
     "compare predicted with measured SM cycles, not % of FA2 (devjobs/fa2_sm90_sass.sh extracts it).",
     "Not modelled: Nsight Compute's dispatch_stall (0.12-0.34 warps per issue on the H200 kernels, about "
-    "5 % of their stall cycles; register-bank / dispatch conflicts), which matches the model's ~5 % "
-    "too few cycles for H200 kernels 2-7.",
+    "5 % of their stall cycles; register-bank / dispatch conflicts). With the H200 latencies and rates "
+    "measured by make ceilings (reports/h200/ceilings.json) the H200 cycles are within -4 to +6 %.",
     "The A100 residual (kernels 2-7 predicted +8 to +14 pp) is not in the literature constants: each "
     "+-20 % moves kernel 7 by at most ~3 pp (sensitivity table). The model predicts FA2 at 176 TFLOP/s "
     "(published 186) but kernel 7 at 166 (published 150): the kernels are what it makes too fast. Kernels "
     "1-7 use B_r = 64 against FA2's 128, so they pull twice the K/V bytes through L2 per FLOP (H200 "
     "reports: 34.6 vs 17.4 GB L2->SM, lts 37-45 % vs 27 % of peak); the model has no L2 bandwidth "
-    "or far-L2-partition term, the leading candidate. On the RTX 3090 HMMA.F32 runs at a quarter of "
+    "or far-L2-partition term, the leading candidate -- unproven: on the H200 kernel 6 moves the same "
+    "34.6 GB and is predicted 5 % slow, not fast, so the A100's L2 would have to cost more per byte "
+    "(no A100 L2 rate is in gpus.json; a measurement there would decide). On the RTX 3090 HMMA.F32 runs at a quarter of "
     "the A100's per-SM rate, so every kernel is tensor-bound there and this cost hides.",
     "Loop bodies run straight-line: forward branches inside the KV loop fall through. Shared-memory "
     "bank conflicts enter as one factor per kernel measured on the H200 (same source code).",
     "Steady states differ by a few per cent between CTA starts (loop_spread_pct); rows average 4 seeds, "
     "the sensitivity table 2 -- its +-1-2 pp wiggles are that noise.",
-    "Latencies for GA100/GA102/GH100 are literature values transcribed without re-checking the papers "
-    "here (gpus.json sources); the MIO queue depth (8) and barrier latency are assumptions. H200 stall "
-    "mix: the model puts too much in mio throttle and too little in scoreboard waits (the sum matches), "
-    "i.e. the real MIO queue is deeper than 8.",
+    "Latencies for GA100/GA102 are literature values transcribed without re-checking the papers here "
+    "(gpus.json sources); the MIO queue depth (8) and their barrier latency are assumptions. The H200's "
+    "LDS/LDSM/MUFU/BAR/cp.async latencies and HMMA/MUFU rates are measured (ceilings.json); its L1 "
+    "latency and MIO depth are not. H200 stall mix: the model puts too much in mio throttle and math "
+    "pipe and too little in scoreboard waits (the sum matches), i.e. the real MIO queue is deeper than 8.",
     "Kernels 8-16 of the series (kernel_sass/*.asm in the companion repository) are nvdisasm text "
     "without encodings: no control codes, so the model cannot run them.",
 )
@@ -317,12 +320,11 @@ def gap_issue_paths(reports=None, cache: bool = True) -> list[dict]:
     import warnings
 
     from ..parse import load_frame
-    from .throughput import default_reports
+    from .frozen import default_report_paths
 
     from ..errors import ReportError
 
-    paths = list(reports) if reports else (
-        default_reports() + sorted(REPO.joinpath("reports").glob("*/other-shapes/*.ncu-rep")))
+    paths = list(reports) if reports else default_report_paths()
     frame = None
     if paths:
         with warnings.catch_warnings():
@@ -335,15 +337,10 @@ def gap_issue_paths(reports=None, cache: bool = True) -> list[dict]:
 
 
 def write_plot(recs: list[dict], path) -> Path:
-    from ..gap_plots import plot_issue_gap
+    from ..gap_plots import issue_gap_titles, plot_issue_gap
 
-    summ = {r["gpu_key"]: r for r in recs if r["kind"] == "summary"}
-    parts = [f"{k}: MAE {s['mae_pp']:.1f} pp" if not math.isnan(s["mae_pp"]) else
-             f"{k}: cycles MAPE {s['cycles_mape_pct']:.1f} %" for k, s in summ.items()]
-    fig = plot_issue_gap(recs, title="Kernels 1-7 vs FlashAttention-2: in-order issue model over each GPU's own SASS",
-                         subtitle="B16 H16 S4096 d128 fp16, non-causal; A100 / RTX 3090 at the series' locked clocks "
-                                  "(published % of FA2), H200 against its Nsight Compute reports; nothing fitted. "
-                                  + "; ".join(parts))
+    title, subtitle = issue_gap_titles(recs)
+    fig = plot_issue_gap(recs, title=title, subtitle=subtitle)
     from ..errors import ReportError
 
     out = Path(path)

@@ -17,10 +17,11 @@ issued per cycle, greedy-then-oldest warp choice. A warp's next instruction may 
   ALU, XU/MUFU, and the SM-wide LSU/MIO port (``lsu_per_clk_sm``);
 * for shared-memory instructions, fewer than ``mio_queue_depth`` of its sub-partition's
   shared-memory requests wait for the data path;
-* ``BAR.SYNC``: all warps of its CTA have arrived (+ ``barrier_latency``).
+* ``BAR.SYNC``: all warps of its CTA have arrived (+ ``Machine.bar_latency``: 128 or 256 threads).
 Shared memory serves one 128-byte wavefront per SM clock (LDSM.x4 / LDS.128 / STS.128 =
 4 wavefronts, times a bank-conflict factor given per kernel); completion = end of its
-wavefronts + ``smem_latency``. LDGSTS completes after ``l2_latency``; LDL/STL after
+wavefronts + ``smem_latency`` (LDSM on a GPU with a measured ``ldsm_latency``: a
+conflict-free x4 completes ``ldsm_latency`` after its start). LDGSTS completes after ``l2_latency``; LDL/STL after
 ``l1_latency``; MUFU after ``mufu_latency``.
 Besides the cycles, every resident warp's state each cycle is counted (issued, the first
 rule that blocks it, or "not selected"), per issued instruction: the model's counterpart
@@ -172,7 +173,13 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                         wf = waves[w.pc] * (conflict if i.base != "LDGSTS" else 1.0)
                         smem_free = start + wf
                         smem_starts[sp].append(start)
-                        done = start + wf + (m.l2_latency if i.base == "LDGSTS" else m.smem_latency)
+                        if i.base == "LDGSTS":
+                            done = start + wf + m.l2_latency
+                        elif i.base == "LDSM" and m.ldsm_latency is not None:
+                            # measured issue-to-use of a conflict-free LDSM.x4 (4 wavefronts)
+                            done = start + wf - 4 + m.ldsm_latency
+                        else:
+                            done = start + wf + m.smem_latency
                         if i.base == "LDGSTS":
                             open_group[w.wid] = max(open_group[w.wid], done)
                     else:
@@ -190,7 +197,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                     key = (w.cta, w.it, w.pc)
                     bar_arrived[key] += 1
                     if bar_arrived[key] == warps_per_cta:
-                        bar_release[key] = t + m.barrier_latency
+                        bar_release[key] = t + m.bar_latency(warps_per_cta)
                     w.at_bar, w.bar_key = True, key
                 w.ready = t + max(1, c.stall)
                 _advance(w, n, finish, t)

@@ -762,7 +762,8 @@ def render_table(table: pd.DataFrame, errors: pd.DataFrame) -> str:
     head = (f"{'target':>6} {'gpu':<10} {'limit':<6} "
             + " ".join(f"{p:>7}" for p in MODEL_PIPES)
             + f" {'pred%':>6} {'max%':>6} {'obs%':>6} {'src':<9} {'err':>6}")
-    lines = ["pipe times in M SM-cycles (whole kernel, per SM); pred% = fitted combination,"
+    lines = ["pipe-time model of issue 6 (fitted, superseded by the issue model: python -m analysis gap)",
+             "pipe times in M SM-cycles (whole kernel, per SM); pred% = fitted combination,"
              " max% = pure max bound; err = pred% - obs% (points)", head]
     for r in table.to_dict("records"):
         lines.append(f"{r['target']:>6} {r['gpu_key']:<10} {r['limit']:<6} "
