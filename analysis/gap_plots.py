@@ -114,8 +114,8 @@ def issue_gap_titles(recs: list[dict]) -> tuple[str, str]:
         for k, s in summ.items()]
     return ("Kernels 1-7 vs FlashAttention-2: in-order issue model over each GPU's own SASS (nothing fitted)",
             "B16 H16 S4096 d128 fp16, non-causal; bars: A100 / RTX 3090 published % of FA2 at the series' "
-            "locked clocks (labels: predicted - published, pp); H200: predicted / measured SM cycles of its "
-            "Nsight Compute reports \u00b7 " + "; ".join(parts)
+            "locked clocks, H200 measured (Nsight Compute cycles of its reports); labels: predicted - observed, pp; "
+            "last panel: H200 predicted / measured SM cycles \u00b7 " + "; ".join(parts)
             + "; fitted parameters: none")
 
 
@@ -129,21 +129,23 @@ def plot_issue_gap(records: list[dict], title: str | None = None, subtitle: str 
            if any(not math.isnan(r["observed_pct"]) for r in rows if r["gpu_key"] == k)]
     meas = [k for k in dict.fromkeys(r["gpu_key"] for r in rows)
             if any(not math.isnan(r["measured_cycles"]) for r in rows if r["gpu_key"] == k)]
-    panels = pub + meas
+    # a GPU with measured reports gets both panels: % of FA2 and predicted / measured cycles
+    panels = [(k, "pct") for k in pub] + [(k, "cycles") for k in meas]
     if not panels:
         raise ValueError("no issue-model rows with an observed % of FA2 or measured cycles")
     fig = Figure(figsize=(3.6 * len(panels), 3.4))
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
-    for ax, key in zip(axes, panels):
+    for ax, (key, what) in zip(axes, panels):
         sub = sorted((r for r in rows if r["gpu_key"] == key), key=lambda r: r["target"])
         x = np.arange(len(sub))
         labels = [r["target"] for r in sub]
         clock = sub[0]["clock_mhz"]
         name = str(sub[0].get("gpu") or key).removeprefix("NVIDIA ")
-        if key in pub:
+        if what == "pct":
             obs = [r["observed_pct"] for r in sub]
             pred = [r["pred_pct"] for r in sub]
-            ax.bar(x, obs, color=_color(key), alpha=0.35, label="published", gid=f"issue:{key}:obs")
+            source = "measured (ncu)" if str(sub[0].get("observed_source") or "").startswith("measured") else "published"
+            ax.bar(x, obs, color=_color(key), alpha=0.35, label=source, gid=f"issue:{key}:obs")
             ax.plot(x, pred, "o", color=_color(key), label="issue model", gid=f"issue:{key}:pred")
             for xi, (o, p) in enumerate(zip(obs, pred)):
                 ax.annotate(f"{p - o:+.0f}", (xi, max(o, p)), textcoords="offset points", xytext=(0, 3),
@@ -163,7 +165,7 @@ def plot_issue_gap(records: list[dict], title: str | None = None, subtitle: str 
             ax.set_title(f"{name} at {clock:.0f} MHz: cycles vs ncu", fontsize=9)
         ax.set_xticks(x, labels)
         ax.set_xlabel("kernel")
-        if key in pub:
+        if what == "pct":
             ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return _with_titles(fig, title, subtitle)

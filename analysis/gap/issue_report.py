@@ -134,6 +134,11 @@ def rows(slugs_by_gpu: dict[str, dict[str, str]], conflicts: dict[str, float],
                 obs = pub[PUBLISHED_KEY[key]]["pct_of_fa2"][t]["seq_4096"]
                 src = "published"
             meas = (h200_measured or {}).get((t, SHAPE["seq"])) if key == "h200_sxm" else None
+            ref_meas = (h200_measured or {}).get((REF, SHAPE["seq"])) if key == "h200_sxm" else None
+            if meas and ref_meas and t != REF:
+                # the H200's own % of FA2: FA2's measured SM cycles over this kernel's (ncu reports)
+                obs = 100 * ref_meas["cycles"] / meas["cycles"]
+                src = "measured (ncu cycles, reports/h200)"
             out.append(_row(key, t, SHAPE["seq"], m, r, pct, obs, src, meas))
     return out
 
