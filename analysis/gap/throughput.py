@@ -69,18 +69,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..parse import LAUNCH_KEY, launch_identity, sidecar_path
+from ..parse import LAUNCH_KEY, launch_identity, per_launch, sidecar_path
+from ..pipes import INST_PIPE_PREFIX, OPCODE_PREFIX
+from ..recipe_kit import SMEM_BYTES_PER_WAVEFRONT
+from ..recipes import ISSUE_METRIC, PIPE_METRICS
+from ..targets import ANCHORS, KERNEL_IDS, kernel_key
 
 HERE = Path(__file__).resolve().parent.parent
 GPUS_FILE = HERE / "gpus.json"
 PUBLISHED_FILE = HERE / "published.json"
 
 FLOP_PER_HMMA = 2 * 16 * 8 * 16  # m16n8k16, the only mma.sync shape kernels 1-7 and FA2 use
-SMEM_BYTES_PER_WAVEFRONT = 128.0
-OPCODE_METRIC = "sass__inst_executed_per_opcode[{}]"
 SMEM_METRIC = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
-REF = "ref"
-TARGETS = ("1", "2", "3", "4", "5", "6", "7", REF)
+REF = ANCHORS[0]  # FlashAttention-2 (the PyTorch SDPA flash backend)
+TARGETS = (*KERNEL_IDS, REF)
 DEFAULT_GPUS = ("rtx3090", "a100_80gb", "h200_sxm")
 SEQ = 4096
 
@@ -189,19 +191,6 @@ def work_from_opcodes(counts: Mapping[str, float], smem_wavefronts: float | None
     return w
 
 
-def target_of(report: str, variant) -> str | None:
-    """'1'..'7' or 'ref' for a launch, from the sidecar variant or the report stem."""
-    stem = str(report).rsplit("/", 1)[-1]
-    v = None if variant is None else str(variant)
-    if v == REF or stem == REF:
-        return REF
-    if v in TARGETS:
-        return v
-    if stem.startswith("kernel") and stem[len("kernel"):] in TARGETS:
-        return stem[len("kernel"):]
-    return None
-
-
 def _config_slug(path) -> str | None:
     """``config_slug`` of a report's sidecar JSON (the kernel config it ran), if readable."""
     if not isinstance(path, str) or not path:
@@ -220,14 +209,12 @@ def launch_work(frame: pd.DataFrame, gpus: dict | None = None) -> pd.DataFrame:
     gpus = gpus or load_gpus()
     ident = launch_identity(frame).set_index(list(LAUNCH_KEY))
     rows = []
-    for key, sub in frame.groupby(list(LAUNCH_KEY), sort=False):
+    for key, _arch, m in per_launch(frame):
         info = ident.loc[key]
-        target = target_of(key[0], info["variant"])
-        if target is None:
+        target = kernel_key(key[0], info["variant"])
+        if target not in TARGETS:
             continue
-        m = dict(zip(sub["metric"], sub["value"]))
-        prefix = "sass__inst_executed_per_opcode["
-        ops = {k[len(prefix):-1]: v for k, v in m.items() if k.startswith(prefix)}
+        ops = {k[len(OPCODE_PREFIX):-1]: v for k, v in m.items() if k.startswith(OPCODE_PREFIX)}
         dram = m.get("dram__bytes.sum")
         if dram is None and "dram__bytes.sum.per_second" in m and "gpu__time_duration.sum" in m:
             dram = m["dram__bytes.sum.per_second"] * m["gpu__time_duration.sum"] * 1e-9
@@ -663,21 +650,16 @@ def pipe_check(frame: pd.DataFrame, gpus: dict | None = None) -> pd.DataFrame:
     ``sm__pipe_<p>_cycles_active``) % of peak sustained active."""
     gpus = gpus or load_gpus()
     launches = launch_work(frame, gpus)
-    metrics = {
-        "tensor": "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-        "fma": "sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active",
-        "alu": "sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active",
-        "xu": "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active",
-        "lsu": "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
-        "issue": "smsp__issue_active.avg.pct_of_peak_sustained_active",
-        "smem": "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed",
-    }
+    # Instruction-issue shares (what the opcode counts model), not cycles-active.
+    metrics = {"tensor": PIPE_METRICS["tensor"][0],
+               **{p: f"{INST_PIPE_PREFIX}{p}.avg.pct_of_peak_sustained_active" for p in ("fma", "alu", "xu", "lsu")},
+               "issue": ISSUE_METRIC, "smem": f"{SMEM_METRIC}.pct_of_peak_sustained_elapsed"}
+    by_launch = {(key[0], key[2]): m for key, _arch, m in per_launch(frame)}
     rows = []
     for row in launches.to_dict("records"):
         if not row["gpu_key"]:
             continue
-        sub = frame[frame["report"] == row["report"]]
-        m = dict(zip(sub["metric"], sub["value"]))
+        m = by_launch[(row["report"], row["launch"])]
         active = m.get("sm__cycles_active.avg", math.nan)
         times = pipe_times({c: row[c] for c in WORK_COLUMNS}, rates(row["gpu_key"], gpus, pd.Series(row)))
         for p, metric in metrics.items():
