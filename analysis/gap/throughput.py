@@ -49,10 +49,9 @@ from ..parse import per_launch
 from ..pipes import INST_PIPE_PREFIX
 from ..recipe_kit import SMEM_BYTES_PER_WAVEFRONT
 from ..recipes import ISSUE_METRIC, PIPE_METRICS
-from .pipe_table import (DEFAULT_GPUS, GPUS_FILE, HERE, MODEL_PIPES, PUBLISHED_FILE, REF, REPO,  # noqa: F401
-                         SEQ, SMEM_METRIC, TARGETS, WORK_COLUMNS, _val, default_reports,
+from .pipe_table import (DEFAULT_GPUS, MODEL_PIPES, REF, SEQ, SMEM_METRIC, TARGETS, WORK_COLUMNS, _val,
                          load_gpus, load_published, match_gpu)
-from .work import estimate_work, launch_work  # noqa: F401 (issue_report imports it from here)
+from .work import estimate_work, launch_work
 
 
 # --------------------------------------------------------------------------- pipe times
