@@ -12,6 +12,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from kernels.cli import ArgumentParser, run_cli
+
 from .errors import ReportError
 from .gap import gap_paths
 from .gap import render_table as render_gap_table
@@ -22,16 +24,6 @@ from .summary import (compare, render_compare_table, render_csv, render_json, re
 
 PROG = "analysis"
 FORMATS = ("table", "json", "csv")
-
-
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    # argparse's own error() prints the usage block too; the CLI contract is one line.
-    def error(self, message: str):
-        raise _UsageError(message)
 
 
 def _expand(args: list[str]) -> list[Path]:
@@ -48,8 +40,8 @@ def _expand(args: list[str]) -> list[Path]:
     return paths
 
 
-def _build_parser() -> _Parser:
-    parser = _Parser(prog=PROG, description="Summarise and compare Nsight Compute reports.")
+def _build_parser() -> ArgumentParser:
+    parser = ArgumentParser(prog=PROG, description="Summarise and compare Nsight Compute reports.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{summary,compare,gap}")
     s = sub.add_parser("summary", help="one column/object per profiled kernel launch")
     s.add_argument("reports", nargs="+", help="report files or directories of them")
@@ -146,14 +138,15 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (tests call it in-process)."""
     try:
         ns = _build_parser().parse_args(argv)
-        with warnings.catch_warnings():
-            warnings.showwarning = _show_warning
-            text = _run(ns)
-    except (_UsageError, ReportError) as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
-    except SystemExit as exc:  # --help exits 0 through argparse
+    except SystemExit as exc:  # a usage error (one line, 2) or --help (0), already printed
         return int(exc.code or 0)
+    return run_cli(PROG, lambda: _run_and_print(ns))
+
+
+def _run_and_print(ns: argparse.Namespace) -> int:
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        text = _run(ns)
     try:
         print(text)
         sys.stdout.flush()

@@ -1,4 +1,4 @@
-"""`make bench`: kernels 1-7 and both references over the seed's shapes, in one run.
+"""`make bench`: kernels 1-7 and both references over the series' benchmark shapes, in one run.
 
 Method (the seed's): 16 heads, d=128, fresh randn inputs, batch 16 for S <= 4096, 8 for
 8192, 4 for 16384; FLOPs = 4*B*H*S^2*d. Each repeat is timed with CUDA events around one

@@ -57,7 +57,7 @@ def parse_args(argv):
     p = ArgumentParser(prog="python -m profiling.profile", description=__doc__.splitlines()[0])
     p.add_argument("kernel", help="1-7, ref, cudnn, all, path/to/file.py:fn, module:fn, or a comma list")
     p.add_argument("--seq", type=int, default=4096)
-    p.add_argument("--batch", type=int, default=None, help="default: the seed's batch for SEQ")
+    p.add_argument("--batch", type=int, default=None, help="default: the series' batch for SEQ (16 up to 4096, 8 at 8192, 4 at 16384)")
     p.add_argument("--heads", type=int, default=16)
     p.add_argument("--dtype", default="fp16")
     p.add_argument("--set", dest="section_set", default="full", choices=SECTION_SETS)

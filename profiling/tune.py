@@ -1,4 +1,4 @@
-"""`make tune`: auto-tuning kernel 7 per GPU (the seed chapter's kernel 7).
+"""`make tune`: auto-tuning kernel 7 per GPU (the series' chapter 7 kernel).
 
 1. The space: the seed's (B_r {64,128} x B_c {32,64} x Q/K/V load fragments {0,2} x
    register double buffer x optimised softmax), widened with B_c = 128 and 8 warps at

@@ -2,7 +2,7 @@
 
 Every case: exactly one line on stderr, a non-zero exit, no traceback, and no file in
 reports/ or tests/data touched. The cases run concurrently (one module fixture) so the
-whole matrix costs a few seconds. "GPU" and "no GPU" are simulated with a stand-in
+whole matrix runs at once. "GPU" and "no GPU" are simulated with a stand-in
 ``torch`` package put first on PYTHONPATH, so the order of the checks is tested the same
 way whether or not the machine running the tests has torch.
 """
@@ -13,7 +13,6 @@ import signal
 import struct
 import subprocess
 import sys
-import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -216,9 +215,8 @@ def cases(d: Path) -> dict:
 
 
 def _run(argv, env):
-    t0 = time.perf_counter()
     p = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    return p.returncode, p.stdout, p.stderr, time.perf_counter() - t0
+    return p.returncode, p.stdout, p.stderr
 
 
 @pytest.fixture(scope="module")
@@ -242,7 +240,7 @@ CASE_IDS = list(cases(Path("/d")))
 
 @pytest.mark.parametrize("cid", CASE_IDS)
 def test_bad_input_one_line(results, cid):
-    (rc, stdout, stderr, _), expected = results[cid]
+    (rc, stdout, stderr), expected = results[cid]
     lines = stderr.splitlines()
     assert "Traceback" not in stderr, stderr
     assert rc != 0, (rc, stderr)
@@ -252,11 +250,6 @@ def test_bad_input_one_line(results, cid):
     else:
         assert lines[0] == expected
     assert stdout == ""
-
-
-def test_matrix_is_fast(results):
-    slowest = max(r[0][3] for r in results.values())
-    assert slowest < 30, f"a bad input took {slowest:.1f}s to be refused"
 
 
 @pytest.mark.skipif(Path("/opt/nvidia/nsight-compute").exists() or Path("/usr/local/cuda/bin/ncu").exists(),
@@ -269,7 +262,7 @@ def test_no_ncu_case_really_has_no_ncu(files):
 
 @pytest.mark.parametrize("report", ["fa2_sol_only", "gemm_foreign"])
 def test_smaller_or_foreign_report_works_with_one_warning(report):
-    rc, stdout, stderr, _ = _run([PY, "-m", "analysis", "summary", "--no-cache",
+    rc, stdout, stderr = _run([PY, "-m", "analysis", "summary", "--no-cache",
                                   str(ROOT / "tests" / "data" / f"{report}.ncu-rep")], _env())
     assert rc == 0 and "Traceback" not in stderr
     lines = stderr.splitlines()
@@ -288,7 +281,7 @@ def test_read_only_reports_dir(tmp_path):  # pragma: no cover - CI runs as root
     ro.mkdir()
     ro.chmod(0o555)
     try:
-        rc, _, stderr, _ = _run([PY, "-m", "profiling.profile", "6", "--out-dir", str(ro)],
+        rc, _, stderr = _run([PY, "-m", "profiling.profile", "6", "--out-dir", str(ro)],
                                 _env(PYTHONPATH=None))
         assert rc == 2 and stderr.strip() == f"profile: error: {ro} is not writable"
         assert list(ro.iterdir()) == []

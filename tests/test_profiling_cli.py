@@ -198,8 +198,24 @@ if mode == "crash":
     w("==ERROR== The application returned an error code (11).\n")
     sys.exit(11)
 # ncu draws replay progress on one line, without newlines, as passes complete.
-w('==PROF== Profiling "flash_fwd_kernel" - 0: 0%'); sys.stdout.flush(); time.sleep(0.3)
-w("....50%"); sys.stdout.flush(); time.sleep(0.3)
+# FAKE_NCU_SEEN=DIR: go on after "0%" and "50%" only once the caller has shown each (a
+# file DIR/<pct> it creates), so the run completes only if progress is relayed live.
+seen = os.environ.get("FAKE_NCU_SEEN")
+
+
+def wait_shown(pct):
+    if not seen:  # pace like a real replay, so each percentage arrives in its own read
+        time.sleep(0.3)
+        return
+    for _ in range(200):
+        if os.path.exists(os.path.join(seen, pct)):
+            return
+        time.sleep(0.05)
+    w(f"==ERROR== {{pct}}% progress was not shown while ncu ran\n"); sys.exit(3)
+
+
+w('==PROF== Profiling "flash_fwd_kernel" - 0: 0%'); sys.stdout.flush(); wait_shown("0")
+w("....50%"); sys.stdout.flush(); wait_shown("50")
 w("....100% - 38 passes\n"); sys.stdout.flush()
 if mode == "many":  # a user target whose call launched more kernels
     for i, name in enumerate(("softmax_kernel", "gemm_kernel"), 1):
@@ -210,7 +226,6 @@ if mode != "noreport":
     with open(out, "w") as f:
         f.write("NEW REPORT " + " ".join(args))
 w("==PROF== Disconnected from process 4242\n")
-time.sleep(0.5)  # the tail of a real run: writing the report
 w(f"==PROF== Report: {{out}}\n")
 '''
 
@@ -224,14 +239,31 @@ def fake_ncu(tmp_path) -> Path:
     return path
 
 
+class _Marks(io.StringIO):
+    """A stream that creates ``folder/<pct>`` as soon as a "replaying <pct>%" line is written."""
+
+    def __init__(self, folder: Path):
+        super().__init__()
+        self.folder = folder
+
+    def write(self, text):
+        m = re.search(r"replaying (\d+)%", text)
+        if m:
+            (self.folder / m.group(1)).touch()
+        return super().write(text)
+
+
 def test_fake_ncu_progress_is_live(fake_ncu, tmp_path, monkeypatch):
+    # The fake ncu waits (10 s at most, then fails) for the files the stream creates on
+    # "replaying 0%" and "50%": it finishes only if progress is relayed while ncu runs.
+    flag = tmp_path / "seen"
+    flag.mkdir()
     monkeypatch.setenv("FAKE_NCU_MODE", "ok")
+    monkeypatch.setenv("FAKE_NCU_SEEN", str(flag))
     out = tmp_path / "kernel6"
     cmd = ncu_command(str(fake_ncu), NcuOptions(output=out, kernel_regex="flash_fwd_kernel"), ["prog"])
-    stream = io.StringIO()
-    t0 = time.perf_counter()
+    stream = _Marks(flag)
     text, secs = run_ncu(cmd, "kernel6", stream=stream)
-    total = time.perf_counter() - t0
     lines = stream.getvalue().splitlines()
     pat = re.compile(r"^  \[kernel6\] (.+) \.\.\. +(\d+\.\d)s$")
     parsed = [pat.match(ln) for ln in lines]
@@ -239,10 +271,7 @@ def test_fake_ncu_progress_is_live(fake_ncu, tmp_path, monkeypatch):
     msgs = [m.group(1) for m in parsed]
     assert msgs == ["replaying 0%", "replaying 50%", "replayed 38 passes", f"Report: {out}.ncu-rep"]
     elapsed = [float(m.group(2)) for m in parsed]
-    assert elapsed == sorted(elapsed)
-    # Shown while ncu is still running, not all at the end.
-    assert elapsed[0] < total - 0.8 and elapsed[1] < total - 0.5
-    assert secs >= elapsed[-1] - 0.05
+    assert elapsed == sorted(elapsed) and secs >= elapsed[-1] - 0.05
     assert "==PROF== Profiling" in text and (tmp_path / "kernel6.ncu-rep").read_text().startswith("NEW REPORT")
 
 

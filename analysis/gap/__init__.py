@@ -7,9 +7,15 @@ sources; the H200's from reports/h200/ceilings.json), ``scheduler`` (an in-order
 per-sub-partition issue simulation of the KV loop), ``issue_report`` (predictions vs
 published / measured, sensitivity, rendering) and ``frozen`` (its committed result,
 reports/gap/issue_model.json, read while the inputs' hashes match).
-``throughput`` -- the issue-6 pipe-time bound with a fitted alpha -- is superseded; it stays
-for ``--model pipes``, the ceilings / pipe-share figures and the static-SASS helpers the
-issue model imports.
+The issue-6 pipe-time bound with a fitted alpha is superseded; it stays for ``--model
+pipes``, the ceilings / pipe-share figures and the static-SASS helpers the issue model
+imports: ``pipe_table`` (opcode -> pipe, GPU data files), ``work`` (work per pipe and its
+carry-over to other GPUs), ``throughput`` (pipe times, the fitted combination, the table)
+and ``pipes_report`` (limitations, rendering, ``gap_paths``).
 """
-from .throughput import *  # noqa: F401,F403  (the public API the CLI, figures and tests use)
-from .throughput import HERE, REPO  # noqa: F401
+# The public API the CLI, figures and tests use, importable as ``analysis.gap.<name>``.
+from .pipe_table import *  # noqa: F401,F403
+from .pipe_table import HERE, REPO  # noqa: F401
+from .pipes_report import *  # noqa: F401,F403
+from .throughput import *  # noqa: F401,F403
+from .work import *  # noqa: F401,F403

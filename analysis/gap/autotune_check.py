@@ -19,7 +19,7 @@ from .constants import machine
 from .controls import main_loop, parse
 from .issue_report import SHAPE, kernel_time
 from .loops import LoopCode
-from .throughput import REPO
+from .pipe_table import REPO
 
 AUTOTUNE = REPO / "reports" / "h200" / "autotune.csv"
 OUT = REPO / "reports" / "sass" / "autotune_issue_model.csv"

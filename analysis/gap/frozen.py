@@ -20,12 +20,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import ReportError
-from .throughput import GPUS_FILE, PUBLISHED_FILE, REPO, default_reports
+from .pipe_table import GPUS_FILE, PUBLISHED_FILE, REPO, default_reports
 
 DIR = REPO / "reports" / "gap"
 RESULT = "issue_model.json"
 META = "issue_model.meta.json"
-_CODE = ("controls.py", "constants.py", "scheduler.py", "loops.py", "issue_report.py")
+_CODE = ("controls.py", "constants.py", "scheduler.py", "loops.py", "issue_report.py",
+         "pipe_table.py", "work.py")  # work.py: launch_work reads the H200 evidence
 
 
 def default_report_paths() -> list[Path]:

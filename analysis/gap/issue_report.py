@@ -20,7 +20,7 @@ from .constants import FLOP_PER_HMMA, SENSITIVE, Machine, machine, occupancy
 from .controls import SassError
 from .loops import LoopCode, fa2_loop, kernel_loop
 from .scheduler import simulate
-from .throughput import REF, REPO, load_published
+from .pipe_table import REF, load_published
 
 SHAPE = {"batch": 16, "heads": 16, "seq": 4096}
 GPUS = {"a100_80gb": "sm_80", "rtx3090": "sm_86", "h200_sxm": "sm_90"}
@@ -212,19 +212,21 @@ def h200_evidence(frame) -> tuple[dict, dict, dict]:
     """From parsed H200 reports (load_frame long frame), keyed by (target, seq): measured SM
     cycles, tensor-active % and stall mix, and the config slug each report ran; per target
     the bank-conflict factor (from the S=4096 report)."""
-    from .throughput import launch_work
+    from ..parse import per_launch
+    from ..recipes import PIPE_METRICS
+    from .work import launch_work
 
     meas, conflicts, slugs = {}, {}, {}
     if frame is None or not len(frame):
         return meas, conflicts, slugs
     lw = launch_work(frame)
     lw = lw[lw["gpu_key"] == "h200_sxm"]
+    by_launch = {(key[0], key[2]): m for key, _arch, m in per_launch(frame)}
     for r in lw.to_dict("records"):
-        sub = frame[frame["report"] == r["report"]]
-        m = dict(zip(sub["metric"], sub["value"]))
+        m = by_launch[(r["report"], r["launch"])]
         t, seq = r["target"], int(r["seq"])
         meas[(t, seq)] = {"cycles": m.get("sm__cycles_elapsed.avg", math.nan),
-                   "tensor_pct": m.get("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", math.nan),
+                   "tensor_pct": m.get(PIPE_METRICS["tensor"][0], math.nan),
                    "stalls": measured_stalls(m)}
         wf, bc = m.get(WAVEFRONTS), m.get(CONFLICT_LD)
         if wf and bc is not None and wf > bc and seq == SHAPE["seq"]:

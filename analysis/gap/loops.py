@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .controls import Inst, SassError, main_loop, parse
-from .throughput import REPO
+from .pipe_table import REPO
 
 LOOP_DIR = REPO / "reports" / "sass" / "loops"
 FA2_DIR = REPO / "reports" / "sass" / "fa2"

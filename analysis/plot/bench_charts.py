@@ -222,7 +222,7 @@ def plot_autotune(table: pd.DataFrame, importance: pd.DataFrame, prune: pd.DataF
         mark(win.iloc[0], "winner (kernels/tuned.json)", "autotune:winner", 104.5, "#111111")
     seed = t[t["seed_3090"]] if "seed_3090" in t else t.iloc[0:0]
     if len(seed):
-        mark(seed.iloc[0], "seed's RTX 3090 winner config", "autotune:seed", 95.5, "#b2182b")
+        mark(seed.iloc[0], "series' published RTX 3090 winner", "autotune:seed", 95.5, "#b2182b")
     ax.set_xlabel("candidate, ranked by harmonic-mean TFLOP/s (1 = fastest)")
     sq = sorted(int(c[len("tflops_s"):]) for c in t.columns if c.startswith("tflops_s"))
     ax.set_ylabel("% of FA2 (harmonic mean over S = " + "/".join(map(str, sq)) + ")")
