@@ -1,0 +1,287 @@
+"""Nsight Compute runs without a GPU: a fake ncu (progress, failures) and profile_all over it,
+for the series' kernels and user targets (split from test_profiling_cli.py)."""
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import re
+import stat
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from profiling import ncu as ncu_mod
+from profiling.errors import FlashprofError
+from profiling.ncu import ROOFLINE_SECTIONS, NcuOptions, diagnose, find_ncu, ncu_command, retire, run_ncu
+from profiling.profile import check_seq, report_stem
+from test_profiling_cli import MTIME, _report  # a report + sidecar pair with a fixed mtime
+
+PROGRAM = [sys.executable, "-m", "profiling.target", "6", "--batch", "16", "--seq", "4096"]
+
+
+def _tail(out: Path) -> list[str]:
+    """Everything after the section choice for the default options."""
+    return ["--clock-control", "none", "--cache-control", "all", "--import-source", "yes",
+            "--nvtx", "--nvtx-include", "flashprof/", "--kernel-name", "regex:flash_fwd_kernel",
+            "--launch-count", "1", "--export", str(out), *PROGRAM]
+
+
+# ------------------------------------------------------------------ fake ncu
+FAKE_NCU = r'''#!{python}
+"""A stand-in for Nsight Compute: FAKE_NCU_MODE picks what it does."""
+import os, sys, time
+mode = os.environ.get("FAKE_NCU_MODE", "ok")
+args = sys.argv[1:]
+if args == ["--version"]:
+    print("NVIDIA (R) Nsight Compute Command Line Profiler\nCopyright (c) 2018-2025 NVIDIA Corporation\n"
+          "Version 2025.1.1.0 (build 35528883) (public-release)")
+    sys.exit(0)
+w = sys.stdout.write
+w("==PROF== Connected to process 4242 (/usr/bin/python3)\n"); sys.stdout.flush()
+if mode == "perm":
+    w("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance "
+      "Counters on the target device 0. For instructions on enabling permissions, see "
+      "https://developer.nvidia.com/ERR_NVGPUCTRPERM\n")
+    sys.exit(1)
+if mode == "nokernel":
+    w("==PROF== Disconnected from process 4242\n==WARNING== No kernels were profiled.\n")
+    sys.exit(0)
+if mode == "crash":
+    w("==ERROR== The application returned an error code (11).\n")
+    sys.exit(11)
+# ncu draws replay progress on one line, without newlines, as passes complete.
+# FAKE_NCU_SEEN=DIR: go on after "0%" and "50%" only once the caller has shown each (a
+# file DIR/<pct> it creates), so the run completes only if progress is relayed live.
+seen = os.environ.get("FAKE_NCU_SEEN")
+
+
+def wait_shown(pct):
+    if not seen:  # pace like a real replay, so each percentage arrives in its own read
+        time.sleep(0.3)
+        return
+    for _ in range(200):
+        if os.path.exists(os.path.join(seen, pct)):
+            return
+        time.sleep(0.05)
+    w(f"==ERROR== {{pct}}% progress was not shown while ncu ran\n"); sys.exit(3)
+
+
+w('==PROF== Profiling "flash_fwd_kernel" - 0: 0%'); sys.stdout.flush(); wait_shown("0")
+w("....50%"); sys.stdout.flush(); wait_shown("50")
+w("....100% - 38 passes\n"); sys.stdout.flush()
+if mode == "many":  # a user target whose call launched more kernels
+    for i, name in enumerate(("softmax_kernel", "gemm_kernel"), 1):
+        w(f'==PROF== Profiling "{{name}}" - {{i}}: 0%....50%....100% - 38 passes\n')
+out = args[args.index("--export") + 1]
+out = out if out.endswith(".ncu-rep") else out + ".ncu-rep"
+if mode != "noreport":
+    with open(out, "w") as f:
+        f.write("NEW REPORT " + " ".join(args))
+w("==PROF== Disconnected from process 4242\n")
+w(f"==PROF== Report: {{out}}\n")
+'''
+
+
+@pytest.fixture
+def fake_ncu(tmp_path) -> Path:
+    path = tmp_path / "fakebin" / "ncu"
+    path.parent.mkdir()
+    path.write_text(FAKE_NCU.format(python=sys.executable))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+class _Marks(io.StringIO):
+    """A stream that creates ``folder/<pct>`` as soon as a "replaying <pct>%" line is written."""
+
+    def __init__(self, folder: Path):
+        super().__init__()
+        self.folder = folder
+
+    def write(self, text):
+        m = re.search(r"replaying (\d+)%", text)
+        if m:
+            (self.folder / m.group(1)).touch()
+        return super().write(text)
+
+
+def test_fake_ncu_progress_is_live(fake_ncu, tmp_path, monkeypatch):
+    # The fake ncu waits (10 s at most, then fails) for the files the stream creates on
+    # "replaying 0%" and "50%": it finishes only if progress is relayed while ncu runs.
+    flag = tmp_path / "seen"
+    flag.mkdir()
+    monkeypatch.setenv("FAKE_NCU_MODE", "ok")
+    monkeypatch.setenv("FAKE_NCU_SEEN", str(flag))
+    out = tmp_path / "kernel6"
+    cmd = ncu_command(str(fake_ncu), NcuOptions(output=out, kernel_regex="flash_fwd_kernel"), ["prog"])
+    stream = _Marks(flag)
+    text, secs = run_ncu(cmd, "kernel6", stream=stream)
+    lines = stream.getvalue().splitlines()
+    pat = re.compile(r"^  \[kernel6\] (.+) \.\.\. +(\d+\.\d)s$")
+    parsed = [pat.match(ln) for ln in lines]
+    assert all(parsed), lines
+    msgs = [m.group(1) for m in parsed]
+    assert msgs == ["replaying 0%", "replaying 50%", "replayed 38 passes", f"Report: {out}.ncu-rep"]
+    elapsed = [float(m.group(2)) for m in parsed]
+    assert elapsed == sorted(elapsed) and secs >= elapsed[-1] - 0.05
+    assert "==PROF== Profiling" in text and (tmp_path / "kernel6.ncu-rep").read_text().startswith("NEW REPORT")
+
+
+@pytest.mark.parametrize("mode,expected", [
+    ("perm", "ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM): run as root, or load the "
+             "driver with NVreg_RestrictProfilingToAdminUsers=0 (see NVIDIA's ERR_NVGPUCTRPERM page)"),
+    ("nokernel", "ncu profiled no kernel: the NVTX range or the kernel-name filter matched nothing "
+                 "(is the target's kernel name what the filter expects?)"),
+    ("crash", "ncu failed (exit 11): ==ERROR== The application returned an error code (11)."),
+])
+def test_fake_ncu_failures_are_one_line(fake_ncu, tmp_path, monkeypatch, mode, expected):
+    monkeypatch.setenv("FAKE_NCU_MODE", mode)
+    cmd = ncu_command(str(fake_ncu), NcuOptions(output=tmp_path / "r", kernel_regex="k"), ["prog"])
+    with pytest.raises(FlashprofError) as e:
+        run_ncu(cmd, "kernel6", stream=io.StringIO())
+    assert str(e.value) == expected
+
+
+def test_run_ncu_cannot_start(tmp_path):
+    with pytest.raises(FlashprofError, match="cannot start ncu"):
+        run_ncu([str(tmp_path / "no-such-ncu")], "x", stream=io.StringIO())
+
+
+def test_ncu_version_from_fake(fake_ncu):
+    assert ncu_mod.ncu_version(str(fake_ncu)) == "2025.1.1.0"
+
+
+# --------------------------------------------------- profile_all with a fake ncu
+@pytest.fixture
+def fake_machine(monkeypatch):
+    """Everything profile_all asks of the GPU machine, answered on the CPU."""
+    from profiling import env, targets
+
+    monkeypatch.setattr(env, "gpu_info", lambda: {"name": "NVIDIA H200", "slug": "h200", "driver": "570"})
+    monkeypatch.setattr(env, "smi_clocks", lambda: {})
+    monkeypatch.setattr(env, "software", lambda: {"torch": "fake"})
+    monkeypatch.setattr(env, "git_info", lambda: {"revision": "abc", "dirty": False})
+    monkeypatch.setattr(targets.Target, "callable", lambda self: (lambda q, k, v, out=None: out))
+
+
+def _args(tmp_path, **kw):
+    base = dict(out_dir=tmp_path / "reports", paths_file=tmp_path / "build" / "paths.txt",
+                section_set="full", clock_control="none", no_gate=True, dtype="fp16")
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+def test_profile_all_fake_ncu_keeps_old_report(fake_ncu, fake_machine, tmp_path, monkeypatch, capsys):
+    from profiling.profile import profile_all
+    from profiling.workload import Shape
+
+    monkeypatch.setenv("FAKE_NCU_MODE", "ok")
+    args = _args(tmp_path)
+    args.out_dir.mkdir()
+    args.paths_file.parent.mkdir()
+    _report(args.out_dir, "ref", "OLD", MTIME)
+    assert profile_all(["ref"], Shape(16, 4096), args, str(fake_ncu)) == 0
+    rep = args.out_dir / "ref.ncu-rep"
+    assert rep.read_text().startswith("NEW REPORT")
+    assert (args.out_dir / "history" / "ref.20250102T030405.ncu-rep").read_text() == "OLD"
+    assert (args.out_dir / "history" / "ref.20250102T030405.json").read_text() == '{"sidecar": "OLD"}'
+    import json
+
+    side = json.loads((args.out_dir / "ref.json").read_text())
+    assert side["kernel"] == "ref" and side["ncu"]["version"] == "2025.1.1.0"
+    assert side["shape"] == {"batch": 16, "seq": 4096, "heads": 16, "d_head": 128}
+    assert args.paths_file.read_text() == f"{rep}\n"
+    assert list(args.out_dir.glob("*.ncu-rep")) == [rep]  # no half-written report is visible
+    err = capsys.readouterr().err
+    assert "[1/1 ref]" in err and "replaying 50%" in err and "previous report kept as" in err
+
+
+@pytest.mark.parametrize("mode", ["perm", "noreport"])
+def test_profile_all_failed_ncu_leaves_reports_alone(fake_ncu, fake_machine, tmp_path, monkeypatch, mode):
+    from profiling.profile import profile_all
+    from profiling.workload import Shape
+
+    monkeypatch.setenv("FAKE_NCU_MODE", mode)
+    args = _args(tmp_path)
+    args.out_dir.mkdir()
+    _report(args.out_dir, "ref", "OLD", MTIME)
+    with pytest.raises(FlashprofError) as e:
+        profile_all(["ref"], Shape(16, 4096), args, str(fake_ncu))
+    assert "\n" not in str(e.value)
+    assert (args.out_dir / "ref.ncu-rep").read_text() == "OLD"
+    assert (args.out_dir / "ref.json").exists() and not (args.out_dir / "history").exists()
+
+
+def test_profile_all_checks_tuned_tile_before_profiling(fake_ncu, fake_machine, tmp_path):
+    from profiling.profile import profile_all
+    from profiling.workload import Shape
+
+    args = _args(tmp_path)
+    with pytest.raises(FlashprofError, match="largest tile"):
+        profile_all(["6", "7"], Shape(16, 192), args, str(fake_ncu))
+    assert not list(args.out_dir.rglob("*.ncu-rep"))  # refused before anything ran
+
+
+def test_build_progress_format(capsys):
+    from kernels.build import _progress
+
+    _progress(3, 7, "built d128_br64 in 41.2s")
+    assert capsys.readouterr().out == "[3/7] built d128_br64 in 41.2s\n"
+
+
+
+# -------------------------------------------------------------- user targets
+@pytest.fixture
+def user_file(tmp_path):
+    f = tmp_path / "src" / "my_attn.py"
+    f.parent.mkdir()
+    f.write_text('def attention(q, k, v):\n    """Mine."""\n    return q\n')
+    return f
+
+
+def test_profile_all_user_target(fake_ncu, fake_machine, user_file, tmp_path, monkeypatch):
+    import hashlib
+    import json
+
+    from profiling import profile
+    from profiling.workload import Shape
+
+    monkeypatch.setenv("FAKE_NCU_MODE", "many")
+    monkeypatch.setattr(profile, "precount", lambda *a: ["flash_fwd_kernel", "softmax_kernel", "gemm_kernel"])
+    args = _args(tmp_path, kernel_regex=None, max_launches=3)
+    args.paths_file.parent.mkdir()
+    spec = f"{user_file}:attention"
+    assert profile.profile_all([spec], Shape(2, 1024, 4), args, str(fake_ncu)) == 0
+    rep = args.out_dir / "my_attn-attention_s1024_b2_h4_fp16_full.ncu-rep"
+    assert rep.read_text().startswith("NEW REPORT")
+    cmd = rep.read_text().split()
+    assert cmd[cmd.index("--kernel-name") + 1] == "regex:.*" and cmd[cmd.index("--launch-count") + 1] == "4"
+    i = cmd.index("profiling.target")
+    assert cmd[i + 1:i + 3] == [spec, "--batch"]
+    side = json.loads(rep.with_name("my_attn-attention_s1024_b2_h4_fp16_full.json").read_text())
+    assert side["kernel"] == "my_attn-attention" and side["title"] == "my_attn-attention: Mine."
+    assert side["ncu"]["profiled_kernels"] == ["flash_fwd_kernel", "softmax_kernel", "gemm_kernel"]
+    assert side["ncu"]["launch_count"] == 4 and side["ncu"]["kernel_regex"] == ".*"
+    t = side["target"]
+    assert t["spec"] == spec and t["file"] == str(user_file) and t["max_launches"] == 3
+    assert t["sha256"] == hashlib.sha256(user_file.read_bytes()).hexdigest() and t["layout"] == "bshd"
+
+
+def test_profile_all_user_target_over_limit_writes_nothing(fake_ncu, fake_machine, user_file, tmp_path,
+                                                           monkeypatch):
+    """ncu's count is the authority: 3 kernels in the range with MAX_LAUNCHES=2 is refused."""
+    from profiling import profile
+    from profiling.workload import Shape
+
+    monkeypatch.setenv("FAKE_NCU_MODE", "many")
+    monkeypatch.setattr(profile, "precount", lambda *a: None)  # the PyTorch profiler saw nothing
+    args = _args(tmp_path, kernel_regex="kernel$", max_launches=2)
+    with pytest.raises(FlashprofError) as e:
+        profile.profile_all([f"{user_file}:attention"], Shape(2, 1024, 4), args, str(fake_ncu))
+    assert str(e.value) == (f"target {user_file}:attention launched 3 kernels in one call (flash_fwd_kernel, "
+                            "softmax_kernel, gemm_kernel), more than MAX_LAUNCHES=2: raise MAX_LAUNCHES or pick "
+                            "some with KERNEL_REGEX=")
+    assert [p for p in args.out_dir.rglob("*") if p.is_file()] == []
