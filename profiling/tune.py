@@ -302,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'rank':>4} {'harmonic TFLOP/s':>16} {'% of FA2':>8}  config")
         for i, (h, s, _, pc) in enumerate(ranked[: args.top], 1):
             print(f"{i:>4} {h:16.1f} {pc['hm_pct']:8.1f}  {s}")
-        print(f"winner for {gpu_slug}: {slug} ({hm:.1f} TFLOP/s, {pct['hm_pct']:.1f}% of FA2) -> {TUNED_FILE.name}; "
+        print(f"winner for {gpu_slug}: {slug} ({hm:.1f} TFLOP/s, {pct['hm_pct']:.1f}% of FA2) -> {'not saved (--no-save)' if args.no_save else TUNED_FILE.name}; "
               f"sweep {time.perf_counter() - t0:.0f}s")
         return 0
 
