@@ -140,8 +140,8 @@ class Inputs:
         if meas is None or meas.empty:
             return None
         sel = self.roof[self.roof["report"].isin(list(reports))]
-        gpus = {str(g).removeprefix("NVIDIA ") for g in sel["gpu"].dropna().unique()}
-        if gpus != {str(meas["gpu"].iloc[0]).removeprefix("NVIDIA ")}:
+        from .targets import gpu_name
+        if {gpu_name(g) for g in sel["gpu"].dropna().unique()} != {gpu_name(meas["gpu"].iloc[0])}:
             return None
         clock = float(sel["sm_clock_hz"].median())
         roofs = ceilings.measured_roofs(meas, clock if clock == clock else None)

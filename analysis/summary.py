@@ -37,7 +37,7 @@ from .stalls import STALL_REASONS, bank_conflicts, stalls
 from .summary_render import (  # noqa: F401 (public names)
     _flat, _nan_to_none, jsonable, render_compare_table, render_csv, render_json, render_table,
 )
-from .targets import kernel_key
+from .targets import gpu_name, kernel_key
 
 SUMMARY_KEYS = (
     "report", "path", "launch", "kernel", "variant", "title", "gpu", "arch",
@@ -210,17 +210,13 @@ def _provenance(q: dict, r: pd.DataFrame) -> dict:
     return prov
 
 
-def _gpu_name(name) -> str:
-    return str(name).removeprefix("NVIDIA ").strip()
-
-
 def _pct_of_measured(gpu, first, sm_clock: float, ceilings) -> tuple[float, str | None]:
     """Tensor FLOP/s as % of the measured peak of the instruction the launch used
     (wgmma for the hgmma path, else mma.sync of its source type) re-expressed at the
     launch's SM clock; (NaN, None) without a ceilings file for this GPU or tensor work."""
-    if not ceilings or _gpu_name(gpu) not in ceilings:
+    if not ceilings or gpu_name(gpu) not in ceilings:
         return math.nan, None
-    source, meas = ceilings[_gpu_name(gpu)]
+    source, meas = ceilings[gpu_name(gpu)]
     flops = first["flops_tensor"]
     if not (isinstance(flops, float) and math.isfinite(flops) and flops > 0):
         return math.nan, None
@@ -246,7 +242,7 @@ def find_ceilings(paths) -> dict[str, tuple[str, pd.DataFrame]]:
                 except Exception:  # a broken ceilings file must not cost the summary
                     continue
                 if len(meas):
-                    out.setdefault(_gpu_name(meas["gpu"].iloc[0]), (os.path.relpath(cand), meas))
+                    out.setdefault(gpu_name(meas["gpu"].iloc[0]), (os.path.relpath(cand), meas))
                 break
     return out
 

@@ -49,3 +49,10 @@ def kernel_rank(key: str) -> tuple:
 def is_series(key) -> bool:
     """A kernel of the flashprof series (1-7) or one of its anchors (FA2, cuDNN)."""
     return str(key) in KERNEL_ORDER
+
+
+def gpu_name(name) -> str:
+    """One spelling per GPU: Nsight Compute names it 'NVIDIA GeForce RTX 3080' in some
+    versions and 'GeForce RTX 3080' in others; both become the latter ('' if unknown)."""
+    s = str(name or "").strip()
+    return "" if s in ("nan", "None") else re.sub(r"^NVIDIA\s+", "", s)

@@ -87,10 +87,8 @@ def function_runs(launch_nums, kernels) -> str:
 
 def gpu_short(name) -> str:
     """'NVIDIA GeForce RTX 3080' and 'GeForce RTX 3080' are the same GPU."""
-    s = str(name or "").strip()
-    if not s or s in ("nan", "None"):
-        return "GPU unknown"
-    return re.sub(r"^NVIDIA\s+", "", s)
+    from ..targets import gpu_name
+    return gpu_name(name) or "GPU unknown"
 
 
 def name_table(L: pd.DataFrame, ident: pd.DataFrame | None = None, width: int = 150) -> list[str]:
