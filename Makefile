@@ -1,4 +1,4 @@
-# flashprof: a menu over the `python -m ...` entry points. Logic lives in Python.
+# flashprof: a menu over `flashprof <verb>` (python -m flashprof). Logic lives in Python.
 #   make            list targets
 #   make sass KERNEL=5 ARCH=sm_80     (defaults: KERNEL=6 SEQ=4096 DTYPE=fp16 SET=full ARCH=sm_90 A=5 B=6)
 #   make setup GPU=1 WHEELS=.whl      (GPU machine: venv over the system's CUDA torch; wheels, no registry)
@@ -32,7 +32,7 @@ PY      = $(if $(wildcard $(VENV_PY)),$(VENV_PY),$(error no $(VENV) here: run 'm
 export KERNEL SEQ DTYPE SET ARCH A B REPORTS WHEELS WORKERS TARGET KERNEL_REGEX MAX_LAUNCHES SEQS
 
 .DEFAULT_GOAL := help
-.PHONY: help setup doctor test figures build profile bench gpu-session tune ceilings sass sass-diff sass-data gap summary notebook clean
+.PHONY: help setup doctor test test-fast figures build profile bench gpu-session tune ceilings sass sass-diff sass-data gap summary notebook clean
 
 help: ## list targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -43,58 +43,61 @@ $(STAMP): pyproject.toml
 	test -x $(VENV_PY) || python3 -m venv $(VENV) && $(VENV_PY) -m pip install -q -e '.[dev,notebook]' && touch $@
 
 $(GPU_STAMP): pyproject.toml
-	python3 -m profiling.setup_gpu --venv $(VENV) --wheels "$$WHEELS"
+	python3 -m flashprof setup-gpu --venv $(VENV) --wheels "$$WHEELS"
 
 doctor: ## what this machine has (GPU, clocks, ncu, counters, ncu_report...) and what each target lacks
-	$(if $(wildcard $(VENV_PY)),$(VENV_PY),python3) -m profiling.doctor
+	$(if $(wildcard $(VENV_PY)),$(VENV_PY),python3) -m flashprof doctor
 
-test: setup ## run the test suite (static builds use the venv's CUDA wheels)
+test: setup ## run the whole test suite (static builds use the venv's CUDA wheels)
 	$(VENV_PY) -m pytest
+
+test-fast: setup ## the fast tests alone (no 'slow' marker; under a minute on 2 cores)
+	$(VENV_PY) -m pytest -m 'not slow'
 
 # OUT only from the make command line: a GPU job's environment may carry its own $OUT.
 export FIGURES_OUT := $(if $(filter command line,$(origin OUT)),$(OUT))
 
 figures: setup ## draw the figures from REPORTS (others than reports/h200 go to figures/<folder>/ or OUT=)
-	$(VENV_PY) -m analysis.figures --reports "$$REPORTS" $${FIGURES_OUT:+--out "$$FIGURES_OUT"}
+	$(VENV_PY) -m flashprof figures --reports "$$REPORTS" $${FIGURES_OUT:+--out "$$FIGURES_OUT"}
 
 build: ## build kernel KERNEL as a torch extension (GPU machine)
-	$(PY) -m kernels.build "$$KERNEL"
+	$(PY) -m flashprof build "$$KERNEL"
 
 profile: ## profile KERNEL (1-7, ref, cudnn, all) or TARGET=file.py:fn with Nsight Compute, then summarise and draw it
-	$(PY) -m profiling.profile "$${TARGET:-$$KERNEL}" --seq "$$SEQ" --dtype "$$DTYPE" --set "$$SET" \
+	$(PY) -m flashprof profile "$${TARGET:-$$KERNEL}" --seq "$$SEQ" --dtype "$$DTYPE" --set "$$SET" \
 		--max-launches "$$MAX_LAUNCHES" $${KERNEL_REGEX:+--kernel-regex "$$KERNEL_REGEX"} --paths-file build/last_profile.txt
-	$(PY) -m analysis summary $$(cat build/last_profile.txt)
-	$(PY) -m analysis.figures --reports $$(dirname $$(head -n 1 build/last_profile.txt))
+	$(PY) -m flashprof summary $$(cat build/last_profile.txt)
+	$(PY) -m flashprof figures --reports $$(dirname $$(head -n 1 build/last_profile.txt))
 
 bench: ## benchmark kernels 1-7 (or TARGET=file.py:fn; SEQS=1024,4096) against the reference
-	$(PY) -m profiling.bench $${TARGET:+--kernels "$$TARGET"} $${SEQS:+--seqs "$$SEQS"}
+	$(PY) -m flashprof bench $${TARGET:+--kernels "$$TARGET"} $${SEQS:+--seqs "$$SEQS"}
 
 gpu-session: ## on a GPU machine: build all, GPU tests, bench, profile all (logs in reports/<gpu>/logs)
-	$(PY) -m profiling.session
+	$(PY) -m flashprof session
 
 tune: ## auto-tune kernel 7 on this GPU (WORKERS=n: worker processes, default one per GPU)
-	$(PY) -m profiling.tune $${WORKERS:+--workers "$$WORKERS"}
+	$(PY) -m flashprof tune $${WORKERS:+--workers "$$WORKERS"}
 
 ceilings: ## measure this GPU's ceilings (microbenchmarks, < 2 min) -> reports/<gpu>/ceilings.{json,csv}
-	$(PY) -m profiling.ceilings
+	$(PY) -m flashprof ceilings
 
 sass: setup ## registers, spills, smem and SASS opcodes of kernel KERNEL for ARCH
-	$(VENV_PY) -m kernels.sass "$$KERNEL" --arch "$$ARCH"
+	$(VENV_PY) -m flashprof sass "$$KERNEL" --arch "$$ARCH"
 
 sass-diff: setup ## SASS opcode deltas from kernel A to kernel B for ARCH
-	$(VENV_PY) -m kernels.sass diff "$$A" "$$B" --arch "$$ARCH"
+	$(VENV_PY) -m flashprof sass diff "$$A" "$$B" --arch "$$ARCH"
 
 sass-data: setup ## regenerate the committed reports/sass/*.csv (kernels 1-7 x sm_80/86/90)
-	$(VENV_PY) -m kernels.sass data
+	$(VENV_PY) -m flashprof sass data
 
 gap: ## where each kernel loses to the reference
-	$(PY) -m analysis gap
+	$(PY) -m flashprof gap
 
 summary: ## one-table summary of REPORTS
-	$(PY) -m analysis summary "$$REPORTS"
+	$(PY) -m flashprof summary "$$REPORTS"
 
 notebook: setup ## open the stall-exploration notebook
-	$(VENV)/bin/jupyter notebook analysis/explore_stalls.ipynb
+	$(VENV_PY) -m flashprof notebook
 
 clean: ## remove build caches (never reports/)
 	rm -rf build .pytest_cache && find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +

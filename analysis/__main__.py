@@ -1,4 +1,4 @@
-"""Command line front door: ``python -m analysis summary|compare|gap ...``.
+"""Command line front door: ``python -m flashprof.analysis summary|compare|gap ...``.
 
 Input: report paths (a directory means every *.ncu-rep in it). Output: text on stdout
 (table, JSON or CSV). Any report problem or bad argument prints exactly one line,
@@ -12,15 +12,14 @@ import sys
 import warnings
 from pathlib import Path
 
-from kernels.cli import ArgumentParser, run_cli
+from flashprof.kernels.cli import ArgumentParser, run_cli
 
-from .errors import ReportError
-from .gap import gap_paths
-from .gap import render_table as render_gap_table
-from .gap import to_records as gap_records
-from .parse import REPORT_SUFFIX
-from .summary import (compare, render_compare_table, render_csv, render_json, render_table,
-                      summarize_paths)
+from flashprof.analysis.report.errors import ReportError
+from flashprof.analysis.gap.pipes_model.pipes_report import gap_paths
+from flashprof.analysis.gap.pipes_model.pipes_report import render_table as render_gap_table
+from flashprof.analysis.gap.pipes_model.pipes_report import to_records as gap_records
+from flashprof.analysis.report.parse import REPORT_SUFFIX
+from flashprof.analysis.stages.summary import (compare, render_compare_table, render_csv, render_json, render_table, summarize_paths)
 
 PROG = "analysis"
 FORMATS = ("table", "json", "csv")
@@ -78,8 +77,8 @@ def _issue_records(ns: argparse.Namespace, cache: bool) -> list[dict]:
     no reports were named; otherwise the model itself (minutes), written if --write."""
     import time
 
-    from .gap import frozen
-    from .gap.issue_report import gap_issue_paths
+    from flashprof.analysis.gap import frozen
+    from flashprof.analysis.gap.issue_report import gap_issue_paths
 
     if ns.write and ns.reports:
         raise ReportError("--write stores the result of the default inputs: name no reports")
@@ -103,10 +102,10 @@ def _run(ns: argparse.Namespace) -> str:
     if ns.command == "gap" and ns.model == "issue" and (ns.sass or ns.bench):
         raise ReportError("--sass and --bench belong to --model pipes (the issue model reads reports/sass/loops)")
     if ns.command == "gap" and ns.model == "issue":
-        from .gap.issue_report import render as render_issue
+        from flashprof.analysis.gap.issue_report import render as render_issue
         recs = _issue_records(ns, cache)
         if ns.plot:
-            from .gap.issue_report import write_plot
+            from flashprof.analysis.gap.issue_report import write_plot
             write_plot(recs, ns.plot)
         return render_json(recs) if ns.format == "json" else render_issue(recs)
     if ns.command == "gap":

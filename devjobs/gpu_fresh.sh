@@ -7,7 +7,7 @@
 # 2. runs the README's GPU set-up block (between <!-- gpu-setup --> and <!-- /gpu-setup -->)
 #    line by line, exactly as written: make setup GPU=1 WHEELS=.whl, make doctor,
 #    make profile KERNEL=6;
-# 3. then make bench, and prints str(kernels.api.load(7)) (which config kernel 7 is).
+# 3. then make bench, and prints str(flashprof.kernels.api.load(7)) (which config kernel 7 is).
 # Before that, in a second fresh copy: what a user sees with no venv (make build) and with a
 # wheel folder that lacks ncu-report (make setup GPU=1 WHEELS=empty-wheels).
 # Every step runs under a share of a 530 s budget. Output under $OUT (4 files):
@@ -73,7 +73,7 @@ for line in "${LINES[@]}"; do
 done
 
 step "$FRESH" 330 30 "make bench"
-step "$FRESH" 60 5 ".venv/bin/python -c 'from kernels.api import load; print(load(7))'"
+step "$FRESH" 60 5 ".venv/bin/python -c 'from flashprof.kernels.api import load; print(load(7))'"
 
 cp "$FRESH/reports/h200/bench.csv" "$FRESH/reports/h200/kernel6.json" "$OUT/" 2>>"$LOG"
 cp "$FRESH/figures/roofline_kernel6.png" "$OUT/" 2>>"$LOG"

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .cli import FlashprofError
-from .config import KernelConfig, variant, variant_origin
+from flashprof.kernels.cli import FlashprofError
+from flashprof.kernels.config import KernelConfig, variant, variant_origin
 
 DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
 
@@ -79,7 +79,7 @@ def load(n: int | str | KernelConfig, gpu: str | None = None) -> Kernel:
     kernels/tuned.json has one, else the series' own; ``str(kernel)`` says which.
     An explicit ``KernelConfig`` is used as given.
     """
-    from .build import build, local_gpu_slug
+    from flashprof.kernels.build import build, local_gpu_slug
 
     if isinstance(n, KernelConfig):
         cfg, label, source = n, n.slug, "explicit config"

@@ -2,7 +2,7 @@
 
 Input: KernelConfig(s). Output: an importable extension module per configuration, built
 for the visible GPU's own architecture with line info, cached under build/ext/<slug>/.
-`python -m kernels.build 6` (or `all`, or several ids) builds in parallel processes.
+`python -m flashprof.kernels.build 6` (or `all`, or several ids) builds in parallel processes.
 """
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from .cli import ArgumentParser, FlashprofError, run_cli
-from .config import KERNEL_IDS, KernelConfig, variant
+from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
+from flashprof.kernels.config import KERNEL_IDS, KernelConfig, variant
 
 ROOT = Path(__file__).resolve().parent.parent
 CSRC = Path(__file__).resolve().parent / "csrc"
@@ -24,7 +24,7 @@ SOURCES = [CSRC / "flash_fwd.cu", CSRC / "torch_binding.cpp"]
 
 class ExtensionBuildError(FlashprofError, RuntimeError):
     """The torch extension could not be built (no torch/CUDA, compiler error...); the
-    static nvcc builds raise kernels.nvcc.BuildError instead."""
+    static nvcc builds raise flashprof.kernels.nvcc.BuildError instead."""
 
 
 def _arch_list() -> str:
@@ -133,7 +133,7 @@ def _progress(i: int, n: int, msg: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = ArgumentParser(prog="python -m kernels.build", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="flashprof build", description=__doc__.splitlines()[0])
     p.add_argument("kernels", nargs="*", default=["all"], help="1-7 or 'all'")
     p.add_argument("--jobs", type=int, default=None)
     args = p.parse_args(argv)
@@ -155,7 +155,7 @@ def local_gpu_slug() -> str | None:
         import torch
 
         if torch.cuda.is_available():
-            from .config import gpu_slug
+            from flashprof.kernels.config import gpu_slug
 
             return gpu_slug(torch.cuda.get_device_name())
     except ImportError:

@@ -1,4 +1,4 @@
-"""The one command-line contract of every entry point (``python -m kernels.sass``,
+"""The one command-line contract of every entry point (``python -m flashprof.kernels.sass``,
 ``profiling.*``, ``analysis.*``): a failure the user can fix is one line on stderr,
 ``<prog>: error: <message>``, and a non-zero exit; never a traceback, never a usage block.
 
@@ -26,8 +26,17 @@ class ArgumentParser(argparse.ArgumentParser):
     """argparse whose usage errors are one line (the usage block stays behind --help)."""
 
     def error(self, message: str):
-        name = self.prog.rsplit(".", 1)[-1].split()[0]  # "python -m kernels.sass diff" -> "sass"
+        name = verb_of(self.prog)
         self.exit(2, f"{name}: error: {message} (see --help)\n")
+
+
+def verb_of(prog: str) -> str:
+    """The command's short name for error lines: "flashprof sass diff" -> "sass",
+    "python -m flashprof.kernels.build" -> "build"."""
+    words = prog.split()
+    if "flashprof" in words[:-1]:
+        return words[words.index("flashprof") + 1]
+    return prog.rsplit(".", 1)[-1].split()[0]
 
 
 def run_cli(prog: str, main: Callable[[], int]) -> int:

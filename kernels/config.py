@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from kernels.cli import FlashprofError
+from flashprof.kernels.cli import FlashprofError
 
 TUNED_FILE = Path(__file__).with_name("tuned.json")
 

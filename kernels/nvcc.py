@@ -3,8 +3,8 @@
 Input: an nvcc command whose output is a temp path beside the final one. Output: nvcc's
 log (stdout + stderr); on failure the temp file is removed and ``BuildError`` names the
 error lines, the exit status and the command. Every static build goes through here: the
-cubins of ``kernels.sass``, the ceilings benchmarks, the tuner's shared libraries. The
-compiler itself comes from ``kernels.toolchain.find_toolchain`` (never a bare ``nvcc``).
+cubins of ``flashprof.kernels.sass.static``, the ceilings benchmarks, the tuner's shared libraries. The
+compiler itself comes from ``flashprof.kernels.toolchain.find_toolchain`` (never a bare ``nvcc``).
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from kernels.cli import FlashprofError
-from kernels.toolchain import find_toolchain
+from flashprof.kernels.cli import FlashprofError
+from flashprof.kernels.toolchain import find_toolchain
 
 REPO = Path(__file__).resolve().parent.parent
 

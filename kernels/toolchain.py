@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernels.cli import FlashprofError
+from flashprof.kernels.cli import FlashprofError
 
 TOOLS = ("nvcc", "ptxas", "cuobjdump", "nvdisasm")
 ENV_HOME = "FLASHPROF_CUDA_HOME"

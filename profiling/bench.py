@@ -18,10 +18,10 @@ import sys
 import time
 from pathlib import Path
 
-from kernels.common import harmonic_mean, move_to_history, write_csv_atomic
+from flashprof.kernels.common import harmonic_mean, move_to_history, write_csv_atomic
 
-from .errors import ArgumentParser, FlashprofError, run_cli
-from .workload import BENCH_SEQS, Shape, check_dtype, make_inputs, seed_shape
+from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
+from flashprof.profiling.workload import BENCH_SEQS, Shape, check_dtype, make_inputs, seed_shape
 
 ROOT = Path(__file__).resolve().parent.parent
 FIELDS = ["gpu", "target", "title", "config_slug", "dtype", "batch", "seq", "heads", "d_head",
@@ -62,8 +62,8 @@ def run_bench(names, seqs, dtype, reps, warmup, gate=True, progress=print, gpu_s
     """Returns a list of row dicts (FIELDS). Pure of file I/O."""
     import torch
 
-    from .correctness import require
-    from .targets import resolve
+    from flashprof.profiling.correctness import require
+    from flashprof.profiling.targets import resolve
 
     flush = l2_flush_buffer()
     rows = []
@@ -139,7 +139,7 @@ def retire_file(path: Path) -> Path | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = ArgumentParser(prog="python -m profiling.bench", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="flashprof bench", description=__doc__.splitlines()[0])
     p.add_argument("--kernels", default="all",
                    help="comma list of 1-7, ref, cudnn, path/to/file.py:fn, module:fn (default all)")
     p.add_argument("--seqs", default=",".join(map(str, BENCH_SEQS)))
@@ -150,9 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     def body() -> int:
-        from .env import check_writable, git_info, gpu_info, now, smi_clocks, software, write_json_atomic
-        from .targets import parse_names, resolve
-        from .user_target import is_spec
+        from flashprof.profiling.env import (check_writable, git_info, gpu_info, now, smi_clocks, software, write_json_atomic)
+        from flashprof.profiling.targets import parse_names, resolve
+        from flashprof.profiling.user_target import is_spec
 
         names = parse_names(args.kernels.split(","))
         users = [resolve(n) for n in names if is_spec(n)]  # a bad file or function before "no GPU"
@@ -181,9 +181,9 @@ def main(argv: list[str] | None = None) -> int:
         if old:
             print(f"previous {out.name} kept as {old}", file=sys.stderr)
         write_csv(rows, out)
-        from kernels.config import variant
+        from flashprof.kernels.config import variant
 
-        from .user_target import source_info
+        from flashprof.profiling.user_target import source_info
 
         write_json_atomic(out.with_suffix(".json"), {
             "schema": 1, "what": "bench", "gpu": gpu,

@@ -1,4 +1,4 @@
-"""`python -m profiling.ceilings`: build the ceilings binary, run it on this GPU while
+"""`python -m flashprof.profiling.ceilings_run`: build the ceilings binary, run it on this GPU while
 sampling nvidia-smi's SM clock, and write reports/<gpu>/ceilings.{json,csv,meta.json,raw.jsonl}.
 
 Input: a CUDA GPU, nvidia-smi and the CUDA toolchain (or ``--from-output``: a saved
@@ -15,12 +15,12 @@ import threading
 import time
 from pathlib import Path
 
-from kernels.common import write_atomic
-from kernels.config import gpu_slug
+from flashprof.kernels.common import write_atomic
+from flashprof.kernels.config import gpu_slug
 
-from . import ceilings as derive
-from .env import ROOT, check_writable, git_info, now, smi_clocks, write_json_atomic
-from .errors import ArgumentParser, FlashprofError, run_cli
+from flashprof.profiling import ceiling_rates as derive
+from flashprof.profiling.env import ROOT, check_writable, git_info, now, smi_clocks, write_json_atomic
+from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
 
 RUN_TIMEOUT_S = 300  # the binary takes well under a minute on an H100/H200
 FILES = ("ceilings.json", "ceilings.csv", "ceilings.meta.json", "ceilings.raw.jsonl")
@@ -111,8 +111,8 @@ def write_reports(out_dir: Path, doc: dict, raw: str, meta: dict) -> list[Path]:
 
 
 def _nvcc_facts() -> dict:
-    from kernels import ceilings as bench
-    from kernels.toolchain import ToolchainError, find_toolchain
+    from flashprof.kernels import ceilings as bench
+    from flashprof.kernels.toolchain import ToolchainError, find_toolchain
 
     try:
         tc = find_toolchain("nvcc")
@@ -122,7 +122,7 @@ def _nvcc_facts() -> dict:
 
 
 def cli(argv: list[str] | None = None) -> int:
-    p = ArgumentParser(prog="python -m profiling.ceilings", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="flashprof ceilings", description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=None, help="output folder (default reports/<gpu>)")
     p.add_argument("--arch", default=None, help="build for this arch (default: GPU 0's, via nvidia-smi)")
     p.add_argument("--from-output", type=Path, default=None, metavar="RAW",
@@ -131,9 +131,9 @@ def cli(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     def body() -> int:
-        from kernels import ceilings as bench
-        from kernels.sass import BuildError
-        from kernels.toolchain import ToolchainError
+        from flashprof.kernels import ceilings as bench
+        from flashprof.kernels.sass.static import BuildError
+        from flashprof.kernels.toolchain import ToolchainError
 
         t0 = time.perf_counter()
         if args.from_output:
@@ -188,3 +188,9 @@ def cli(argv: list[str] | None = None) -> int:
         return 0
 
     return run_cli("ceilings", body)
+
+
+main = cli
+
+if __name__ == "__main__":
+    sys.exit(cli())

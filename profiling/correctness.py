@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from .errors import FlashprofError
-from .workload import Shape, make_inputs
+from flashprof.kernels.cli import FlashprofError
+from flashprof.profiling.workload import Shape, make_inputs
 
 TOLERANCE_FACTOR = 2.0
 
@@ -50,7 +50,7 @@ def check(fn, shape: Shape, dtype: str, seed: int | None = None, chunk: int = 4)
     """
     import torch
 
-    from .reference import math_attention
+    from flashprof.profiling.reference import math_attention
 
     q, k, v = make_inputs(shape, dtype, seed=seed)
     out = torch.full_like(q, float("nan"))

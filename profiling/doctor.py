@@ -5,7 +5,7 @@ Output: text on stdout; nothing is written. Runs without a GPU too (and says so)
 
 Whatever could crash or hang runs in a child process with a timeout: torch, the counter
 test (one ncu run over a one-element torch kernel) and the report reader, which is tried
-the way the analysis stage will use it (``analysis.ncu_import``, run in the child, never
+the way the analysis stage will use it (``flashprof.analysis.report.ncu_import``, run in the child, never
 imported here) on the small probe report and on a full-set report: Nsight Compute
 2025.3.1's bundled reader passed the first and crashed on the second under Python 3.12.
 """
@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ArgumentParser, FlashprofError
-from .env import ROOT, smi_clocks
+from flashprof.kernels.cli import ArgumentParser, FlashprofError
+from flashprof.profiling.env import ROOT, smi_clocks
 
 VENV = ROOT / ".venv"
 SETUP_FIX = "make setup GPU=1 [WHEELS=dir]"
@@ -85,7 +85,7 @@ def check_gpu() -> Check:
 
 def check_kernel7(gpu: Check) -> Check:
     """Which config `make profile KERNEL=7`, `make bench` and `load(7)` use on this GPU."""
-    from kernels.config import gpu_slug, variant, variant_origin
+    from flashprof.kernels.config import gpu_slug, variant, variant_origin
 
     slug = gpu_slug(gpu.detail.split(",")[0]) if gpu.ok else None
     return Check("kernel 7", True, f"{variant(7, slug).slug}: {variant_origin(7, slug)}")
@@ -116,7 +116,7 @@ def check_tool(name: str, label: str, fix: str) -> Check:
 
 
 def check_ncu() -> Check:
-    from .ncu import find_ncu, ncu_version
+    from flashprof.profiling.ncu import find_ncu, ncu_version
 
     try:
         ncu = find_ncu()
@@ -127,7 +127,7 @@ def check_ncu() -> Check:
 
 def check_counters(ncu: Check, torch: Check, skip: bool) -> Check:
     """One real ncu run: a one-element torch kernel, one metric."""
-    from .ncu import diagnose, find_ncu
+    from flashprof.profiling.ncu import diagnose, find_ncu
 
     if skip:
         return Check("counters", None, "not tried (--no-counters)")
@@ -150,7 +150,7 @@ def check_counters(ncu: Check, torch: Check, skip: bool) -> Check:
 
 
 _READ = """import importlib.metadata as md, json, sys
-from analysis.ncu_import import ncu_report
+from flashprof.analysis.report.ncu_import import ncu_report
 m = ncu_report()
 try:
     wheel = md.version("ncu-report")
@@ -195,7 +195,7 @@ def check_import(modules: list[str], label: str, fix: str) -> Check:
 
 
 def check_sass_tools() -> Check:
-    from kernels.toolchain import ToolchainError, find_toolchain
+    from flashprof.kernels.toolchain import ToolchainError, find_toolchain
 
     try:
         tc = find_toolchain("nvcc", "cuobjdump", "nvdisasm")
@@ -260,7 +260,7 @@ def render(c: dict[str, Check]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = ArgumentParser(prog="python -m profiling.doctor", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="flashprof doctor", description=__doc__.splitlines()[0])
     p.add_argument("--no-counters", action="store_true", help="skip the ncu run that tests counter access")
     args = p.parse_args(argv)
     print(render(run_checks(counters=not args.no_counters)))

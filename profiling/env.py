@@ -9,9 +9,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from kernels.common import write_atomic
+from flashprof.kernels.common import write_atomic
 
-from .errors import FlashprofError
+from flashprof.kernels.cli import FlashprofError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,7 +54,7 @@ def smi_clocks() -> dict:
 
 def gpu_info() -> dict:
     torch = require_gpu()
-    from kernels.config import gpu_slug
+    from flashprof.kernels.config import gpu_slug
 
     p = torch.cuda.get_device_properties(0)
     name = torch.cuda.get_device_name(0)

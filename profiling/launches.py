@@ -12,7 +12,7 @@ import os
 import warnings
 import re
 
-from .errors import FlashprofError
+from flashprof.kernels.cli import FlashprofError
 
 _PROFILED = re.compile(r'^==PROF== Profiling "([^"]*)"', re.M)
 _COPIES = ("Memcpy", "Memset")  # CUPTI activity records that are not kernels (ncu skips them too)

@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernels.common import move_to_history
+from flashprof.kernels.common import move_to_history
 
-from .errors import FlashprofError
-from .target import NVTX_RANGE
+from flashprof.kernels.cli import FlashprofError
+from flashprof.profiling.ncu_program import NVTX_RANGE
 
 #: Section sets accepted by --set; "full" is what the shipped reports use.
 SECTION_SETS = ("full", "detailed", "basic", "roofline")

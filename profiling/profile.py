@@ -19,12 +19,12 @@ import sys
 import time
 from pathlib import Path
 
-from kernels.config import variant
+from flashprof.kernels.config import variant
 
-from .errors import ArgumentParser, FlashprofError, run_cli
-from .launches import check_count, check_limit, check_regex, matching, ncu_kernels
-from .ncu import SECTION_SETS, NcuOptions, find_ncu, ncu_command, ncu_version, retire, run_ncu
-from .user_target import MAX_LAUNCHES, is_spec, source_info
+from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
+from flashprof.profiling.launches import check_count, check_limit, check_regex, matching, ncu_kernels
+from flashprof.profiling.ncu import (SECTION_SETS, NcuOptions, find_ncu, ncu_command, ncu_version, retire, run_ncu)
+from flashprof.profiling.user_target import MAX_LAUNCHES, is_spec, source_info
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,7 +54,7 @@ def check_seq(names: list[str], seq: int, gpu: str | None = None) -> None:
 
 
 def parse_args(argv):
-    p = ArgumentParser(prog="python -m profiling.profile", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="flashprof profile", description=__doc__.splitlines()[0])
     p.add_argument("kernel", help="1-7, ref, cudnn, all, path/to/file.py:fn, module:fn, or a comma list")
     p.add_argument("--seq", type=int, default=4096)
     p.add_argument("--batch", type=int, default=None, help="default: the series' batch for SEQ (16 up to 4096, 8 at 8192, 4 at 16384)")
@@ -76,9 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
 
     def body() -> int:
-        from .env import check_writable, require_gpu
-        from .targets import parse_names, resolve
-        from .workload import Shape, check_dtype, seed_shape
+        from flashprof.profiling.env import check_writable, require_gpu
+        from flashprof.profiling.targets import parse_names, resolve
+        from flashprof.profiling.workload import Shape, check_dtype, seed_shape
 
         # Cheapest and most specific first: KERNEL, dtype, shape, tile, output paths; only
         # then the machine (GPU, then ncu), so a typo is never reported as "no GPU".
@@ -102,9 +102,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def profile_all(names: list[str], shape, args, ncu: str) -> int:
-    from .correctness import require
-    from .env import check_writable, git_info, gpu_info, now, smi_clocks, software, write_json_atomic
-    from .targets import resolve
+    from flashprof.profiling.correctness import require
+    from flashprof.profiling.env import (check_writable, git_info, gpu_info, now, smi_clocks, software, write_json_atomic)
+    from flashprof.profiling.targets import resolve
 
     gpu = gpu_info()
     out_dir = args.out_dir or ROOT / "reports" / gpu["slug"]
@@ -136,7 +136,7 @@ def profile_all(names: list[str], shape, args, ncu: str) -> int:
             fresh.unlink(missing_ok=True)  # left by an interrupted run; ncu will not overwrite it
         except OSError as e:
             raise FlashprofError(f"cannot prepare {fresh}: {e.strerror}") from None
-        program = [sys.executable, "-m", "profiling.target", name, "--batch", str(shape.batch),
+        program = [sys.executable, "-m", "flashprof.profiling.ncu_program", name, "--batch", str(shape.batch),
                    "--seq", str(shape.seq), "--heads", str(shape.heads), "--dtype", args.dtype]
         # A user target: room for one launch over the limit, so ncu's own count can refuse it.
         opts = NcuOptions(output=fresh.with_suffix(""), kernel_regex=regex,
@@ -201,11 +201,11 @@ def precount(target, fn, shape, dtype: str, regex: str | None, limit: int) -> li
     many; None when the profiler sees no kernels on this machine (ncu's count decides)."""
     import torch
 
-    from .launches import profiler_kernels
-    from .workload import make_inputs
+    from flashprof.profiling.launches import profiler_kernels
+    from flashprof.profiling.workload import make_inputs
 
     q, k, v = make_inputs(shape, dtype)
-    for _ in range(3):  # the same warm-up as profiling.target: compilation, autotuning
+    for _ in range(3):  # the same warm-up as flashprof.profiling.ncu_program: compilation, autotuning
         fn(q, k, v)
     kernels = profiler_kernels(lambda: fn(q, k, v))
     del q, k, v

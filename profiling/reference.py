@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from .errors import FlashprofError
+from flashprof.kernels.cli import FlashprofError
 
 REFERENCES = {
     "ref": ("FLASH_ATTENTION", "FlashAttention-2 (PyTorch SDPA flash backend)", "flash_fwd_kernel"),

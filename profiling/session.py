@@ -13,33 +13,33 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import ArgumentParser, FlashprofError, run_cli
+from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def steps(tune: bool, seq: int, dtype: str) -> list[tuple[str, list[str]]]:
     py = sys.executable
-    out = [("build", [py, "-m", "kernels.build", "all"]),
+    out = [("build", [py, "-m", "flashprof.kernels.build", "all"]),
            ("gpu_tests", [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--noconftest",
                                      "tests/test_gpu_kernels.py"])]
     if tune:
-        out.append(("tune", [py, "-m", "profiling.tune"]))
-        out.append(("build_tuned", [py, "-m", "kernels.build", "7"]))
-    out.append(("bench", [py, "-m", "profiling.bench", "--dtype", dtype]))
-    out.append(("profile", [py, "-m", "profiling.profile", "all", "--seq", str(seq), "--dtype", dtype]))
+        out.append(("tune", [py, "-m", "flashprof.profiling.tune"]))
+        out.append(("build_tuned", [py, "-m", "flashprof.kernels.build", "7"]))
+    out.append(("bench", [py, "-m", "flashprof.profiling.bench", "--dtype", dtype]))
+    out.append(("profile", [py, "-m", "flashprof.profiling.profile", "all", "--seq", str(seq), "--dtype", dtype]))
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = ArgumentParser(prog="python -m profiling.session", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="flashprof session", description=__doc__.splitlines()[0])
     p.add_argument("--tune", action="store_true", help="re-run the kernel-7 sweep first")
     p.add_argument("--seq", type=int, default=4096)
     p.add_argument("--dtype", default="fp16")
     args = p.parse_args(argv)
 
     def body() -> int:
-        from .env import gpu_info
+        from flashprof.profiling.env import gpu_info
 
         logs = ROOT / "reports" / gpu_info()["slug"] / "logs"
         logs.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,8 @@ Standard library only: it runs before anything is installed.
 project's H200 machine, /opt/torch/.venv): the new venv then sees the *base* interpreter's
 site-packages, not the ones holding torch. So the creating interpreter's site-packages are
 listed in a .pth file too. flashprof itself goes on the path the way an editable install
-does (a .pth naming the repository), which needs no build backend and no setuptools wheel.
+does (a .pth naming a folder that links to the checkout's flashprof/ alone), which needs no
+build backend and no setuptools wheel; .venv/bin/flashprof is the console command.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import venv
 import zipfile
 from pathlib import Path
 
-from .errors import ArgumentParser, FlashprofError, run_cli
+from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 STAMP = ".flashprof-gpu"
@@ -73,7 +74,19 @@ def make_venv(path: Path) -> Path:
     parent = site.getsitepackages() if sys.prefix != sys.base_prefix else []
     # addsitedir, not a bare path: the parent's own .pth files (editable installs...) count too.
     (site_dir / PARENT_PTH).write_text("".join(f"import site; site.addsitedir({d!r})\n" for d in parent))
-    (site_dir / SELF_PTH).write_text(f"{ROOT}\n")
+    # Only the package `flashprof` goes on the path (a folder holding a link to it), never the
+    # checkout root: its kernels/, profiling/ and analysis/ must not shadow PyPI packages of
+    # those names (Hugging Face's `kernels`, for one).
+    src = path / "flashprof-src"
+    src.mkdir(exist_ok=True)
+    link = src / "flashprof"
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(ROOT / "flashprof", target_is_directory=True)
+    (site_dir / SELF_PTH).write_text(f"{src}\n")
+    script = path / "bin" / "flashprof"  # the console command, as pip would write it
+    script.write_text(f"#!{py}\nimport sys\nfrom flashprof.verbs import main\nsys.exit(main())\n")
+    script.chmod(0o755)
     return py
 
 
@@ -192,13 +205,13 @@ def setup(venv_dir: Path, wheels: Path | None, reqs: list[str], say=print) -> di
     still = [n for n, v in have.items() if v is None]
     if still:
         raise SetupError(f"still missing after install: {', '.join(still)}")
-    _child(py, "import kernels.config, profiling.env")  # flashprof is on the venv's path
+    _child(py, "import flashprof.kernels.config, flashprof.profiling.env")  # flashprof is on the venv's path
     (venv_dir / STAMP).write_text(json.dumps(have, indent=1) + "\n")
     return have
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = ArgumentParser(prog="python -m profiling.setup_gpu", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="flashprof setup-gpu", description=__doc__.splitlines()[0])
     p.add_argument("--venv", type=Path, default=ROOT / ".venv")
     p.add_argument("--wheels", default="", help="install only from this folder (no registry)")
     p.add_argument("--require", action="append", default=None,

@@ -10,10 +10,10 @@ from __future__ import annotations
 import ctypes
 from pathlib import Path
 
-from kernels.config import KernelConfig
-from kernels.nvcc import REPO, BuildError, build_file, link_flags, nvcc_path
+from flashprof.kernels.config import KernelConfig
+from flashprof.kernels.nvcc import REPO, BuildError, build_file, link_flags, nvcc_path
 
-from .errors import FlashprofError
+from flashprof.kernels.cli import FlashprofError
 
 SHARED_FLAGS = ("-shared", "-Xcompiler", "-fPIC", "-O3", "-std=c++17", "-lineinfo")
 
@@ -49,7 +49,7 @@ class SharedLibKernel:
     def __call__(self, q, k, v, out=None):
         import torch
 
-        from kernels.api import check_inputs
+        from flashprof.kernels.api import check_inputs
 
         check_inputs(q, k, v, self.cfg, out)
         o = out if out is not None else torch.empty_like(q)

@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from kernels.config import KERNEL_IDS, REFERENCE_IDS, TITLES, KernelConfig, variant
+from flashprof.kernels.config import KERNEL_IDS, REFERENCE_IDS, TITLES, KernelConfig, variant
 
-from .errors import FlashprofError
-from .reference import REFERENCES
-from .user_target import UserSpec, is_spec, parse_spec
+from flashprof.kernels.cli import FlashprofError
+from flashprof.profiling.reference import REFERENCES
+from flashprof.profiling.user_target import UserSpec, is_spec, parse_spec
 
 TARGET_NAMES = tuple(str(k) for k in KERNEL_IDS) + REFERENCE_IDS
 OUR_KERNEL_REGEX = "flash_fwd_kernel"
@@ -38,10 +38,10 @@ class Target:
         if self.user_fn is not None:
             return self.user_fn
         if self.config is None:
-            from .reference import sdpa
+            from flashprof.profiling.reference import sdpa
 
             return sdpa(self.name)
-        from kernels.api import load
+        from flashprof.kernels.api import load
 
         return load(self.config)
 
@@ -82,7 +82,7 @@ def resolve(name: str, gpu: str | None = None) -> Target:
 
 def user_target(spec: str) -> Target:
     """Import the user's code (no GPU needed) and wrap it as a Target."""
-    from .user_target import adapt, load, title_of
+    from flashprof.profiling.user_target import adapt, load, title_of
 
     us = parse_spec(spec)
     fn, layout = load(us)

@@ -29,11 +29,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from kernels.common import harmonic_mean, write_atomic, write_csv_atomic
-from kernels.config import TUNED_FILE, ConfigError, KernelConfig
+from flashprof.kernels.common import harmonic_mean, write_atomic, write_csv_atomic
+from flashprof.kernels.config import TUNED_FILE, ConfigError, KernelConfig
 
-from .errors import ArgumentParser, FlashprofError, run_cli
-from .shared_lib import SharedLibKernel, build_shared_lib  # noqa: F401 (public names)
+from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
+from flashprof.profiling.shared_lib import SharedLibKernel, build_shared_lib  # noqa: F401 (public names)
 
 ROOT = Path(__file__).resolve().parent.parent
 TUNE_SEQS = (1024, 4096, 16384)
@@ -76,7 +76,7 @@ def occupancy(registers: int, threads: int, smem: int) -> int:
 
 
 def static_prune(cfgs: list[KernelConfig], arch: str, dtype: str = "fp16", progress=print) -> list[dict]:
-    from kernels.sass import build_many, log_path, pick_function, ptxas_report
+    from flashprof.kernels.sass.static import build_many, log_path, pick_function, ptxas_report
 
     t0 = time.perf_counter()
     built = build_many([(c, arch) for c in cfgs])
@@ -130,10 +130,10 @@ def sweep(cfgs: list[KernelConfig], seqs, dtype: str, reps: int, warmup: int, cs
           lib_dir: Path, progress=print) -> None:
     import torch
 
-    from .bench import l2_flush_buffer, time_fn
-    from .correctness import check
-    from .reference import sdpa
-    from .workload import Shape, make_inputs, seed_shape
+    from flashprof.profiling.bench import l2_flush_buffer, time_fn
+    from flashprof.profiling.correctness import check
+    from flashprof.profiling.reference import sdpa
+    from flashprof.profiling.workload import Shape, make_inputs, seed_shape
 
     major, minor = torch.cuda.get_device_capability()
     arch = f"sm_{major}{minor}"
@@ -211,7 +211,7 @@ def write_static(rows: list[dict], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = ArgumentParser(prog="python -m profiling.tune", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="flashprof tune", description=__doc__.splitlines()[0])
     p.add_argument("--static-only", action="store_true", help="prune without a GPU and stop")
     p.add_argument("--arch", default=None, help="static build arch (default: the GPU's, else sm_90)")
     p.add_argument("--gpu", default=None, help="GPU slug for --static-only output (default h200)")
@@ -229,8 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     def body() -> int:
-        from .env import check_writable
-        from .workload import check_dtype, seed_shape
+        from flashprof.profiling.env import check_writable
+        from flashprof.profiling.workload import check_dtype, seed_shape
 
         check_dtype(args.dtype)
         try:
@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.static_only:
             gpu_slug, arch = args.gpu or "h200", args.arch or "sm_90"
         else:
-            from .env import gpu_info
+            from flashprof.profiling.env import gpu_info
 
             gpu = gpu_info()
             gpu_slug = gpu["slug"]
@@ -333,7 +333,7 @@ def run_workers(todo, seqs, args, csv_path, gpu_slug, say) -> None:
         gpu = devices[w % len(devices)]
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu, "FLASHPROF_TUNE_WORKER": "1",
                "FLASHPROF_TUNE_SLUGS": ",".join(c.slug for c in share)}
-        cmd = [sys.executable, "-m", "profiling.tune", "--dtype", args.dtype,
+        cmd = [sys.executable, "-m", "flashprof.profiling.tune", "--dtype", args.dtype,
                "--seqs", ",".join(map(str, seqs)), "--reps", str(args.reps), "--warmup", str(args.warmup),
                "--csv", str(csv_path), "--no-save"]
         procs.append((w, gpu, len(share), subprocess.Popen(cmd, env=env)))

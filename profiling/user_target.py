@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import FlashprofError
+from flashprof.kernels.cli import FlashprofError
 
 LAYOUTS = ("bshd", "bhsd")
 #: Default limit on the kernels one call may launch inside the NVTX range (MAX_LAUNCHES=).

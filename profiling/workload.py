@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from kernels.config import KernelConfig
+from flashprof.kernels.config import KernelConfig
 
-from .errors import FlashprofError
+from flashprof.kernels.cli import FlashprofError
 
 DTYPE_NAMES = ("fp16", "bf16")
 HEADS = 16

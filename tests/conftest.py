@@ -56,7 +56,7 @@ def raw_kernels() -> dict:
 @pytest.fixture(scope="session")
 def kernel_frame():
     """All nine H200 reports (kernels 1-7, FA2, cuDNN), parsed without the cache."""
-    from analysis.parse import load_frame
+    from flashprof.analysis.report.parse import load_frame
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         series = {f"kernel{i}" for i in range(1, 8)} | {"ref", "cudnn"}
@@ -77,14 +77,14 @@ def raw_cudnn() -> dict:
 @pytest.fixture(scope="session")
 def full_frame():
     """ref + cudnn, parsed without the cache so the parser itself is exercised."""
-    from analysis.parse import load_frame
+    from flashprof.analysis.report.parse import load_frame
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # full-set reports must not warn
         return load_frame([REF, CUDNN], cache=False)
 
 
 def _load_recording(paths):
-    from analysis.parse import load_frame
+    from flashprof.analysis.report.parse import load_frame
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         frame = load_frame(paths, cache=False)
@@ -105,5 +105,5 @@ def gemm_load():
 
 @pytest.fixture(scope="session")
 def ref_source():
-    from analysis.parse import load_source_frame
+    from flashprof.analysis.report.parse import load_source_frame
     return load_source_frame(REF)

@@ -1,4 +1,4 @@
-"""CLI: python -m analysis summary|compare, in-process through main(argv)."""
+"""CLI: python -m flashprof.analysis summary|compare, in-process through main(argv)."""
 from __future__ import annotations
 
 import csv
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from analysis.__main__ import main
+from flashprof.analysis.__main__ import main
 from conftest import CUDNN, GEMM, KERNELS, REF, ROOT, SOL, raw_metrics
 
 REQUIRED = {"report", "kernel", "variant", "gpu", "duration_ns", "sm_clock_hz", "tflops",

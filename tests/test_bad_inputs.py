@@ -106,7 +106,7 @@ def cases(d: Path) -> dict:
     nogpu = dict(PYTHONPATH=fake, FAKE_TORCH="nogpu", FLASHPROF_NCU=str(d / "fakebin" / "ncu"))
     notorch = dict(PYTHONPATH=fake, FAKE_TORCH="missing")
     no_ncu = dict(gpu, PATH=str(d / "emptybin"), FLASHPROF_NCU=None)
-    prof = [PY, "-m", "profiling.profile"]
+    prof = [PY, "-m", "flashprof.profiling.profile"]
     byo = d / "byo"
     an = [PY, "-m", "analysis", "summary", "--no-cache"]
     c = {
@@ -145,31 +145,31 @@ def cases(d: Path) -> dict:
                             f"profile: error: FLASHPROF_NCU={d / 'nope' / 'ncu'} is not an executable"),
         "this_machine": (prof + ["6"], {}, lambda line: line.startswith("profile: error: no CUDA GPU")),
         # ---- bench / tune / build / target
-        "bench_reps": ([PY, "-m", "profiling.bench", "--reps", "5"], {},
+        "bench_reps": ([PY, "-m", "flashprof.profiling.bench", "--reps", "5"], {},
                        "bench: error: --reps must be at least 20 (medians of fewer repeats are noise)"),
-        "bench_seqs": ([PY, "-m", "profiling.bench", "--seqs", "abc"], {},
+        "bench_seqs": ([PY, "-m", "flashprof.profiling.bench", "--seqs", "abc"], {},
                        "bench: error: bad --seqs 'abc': give comma-separated integers"),
-        "bench_seqs_zero": ([PY, "-m", "profiling.bench", "--seqs", "1024,0"], {},
+        "bench_seqs_zero": ([PY, "-m", "flashprof.profiling.bench", "--seqs", "1024,0"], {},
                             "bench: error: bad shape: seq=0 must be a positive integer"),
-        "bench_dtype": ([PY, "-m", "profiling.bench", "--dtype", "x"], {},
+        "bench_dtype": ([PY, "-m", "flashprof.profiling.bench", "--dtype", "x"], {},
                         "bench: error: bad dtype 'x': choose one of fp16, bf16"),
-        "bench_kernel": ([PY, "-m", "profiling.bench", "--kernels", "6,8"], {},
+        "bench_kernel": ([PY, "-m", "flashprof.profiling.bench", "--kernels", "6,8"], {},
                          f"bench: error: unknown KERNEL '8': valid values are {VALID}"),
-        "bench_no_gpu": ([PY, "-m", "profiling.bench"], nogpu, f"bench: error: {NO_GPU}"),
-        "tune_dtype": ([PY, "-m", "profiling.tune", "--dtype", "x"], {},
+        "bench_no_gpu": ([PY, "-m", "flashprof.profiling.bench"], nogpu, f"bench: error: {NO_GPU}"),
+        "tune_dtype": ([PY, "-m", "flashprof.profiling.tune", "--dtype", "x"], {},
                        "tune: error: bad dtype 'x': choose one of fp16, bf16"),
-        "tune_seqs": ([PY, "-m", "profiling.tune", "--seqs", "1024,x"], {},
+        "tune_seqs": ([PY, "-m", "flashprof.profiling.tune", "--seqs", "1024,x"], {},
                       "tune: error: bad --seqs '1024,x': give comma-separated integers"),
-        "tune_no_gpu": ([PY, "-m", "profiling.tune"], nogpu, f"tune: error: {NO_GPU}"),
-        "build_9": ([PY, "-m", "kernels.build", "9"], {}, "build: error: unknown kernel 9: valid kernels are 1-7"),
-        "build_no_torch": ([PY, "-m", "kernels.build", "6"], notorch | {"TORCH_CUDA_ARCH_LIST": None},
+        "tune_no_gpu": ([PY, "-m", "flashprof.profiling.tune"], nogpu, f"tune: error: {NO_GPU}"),
+        "build_9": ([PY, "-m", "flashprof.kernels.build", "9"], {}, "build: error: unknown kernel 9: valid kernels are 1-7"),
+        "build_no_torch": ([PY, "-m", "flashprof.kernels.build", "6"], notorch | {"TORCH_CUDA_ARCH_LIST": None},
                            "build: error: torch is not installed: building a kernel needs torch with CUDA "
                            "(the 'gpu' extra) on a machine with an NVIDIA GPU"),
-        "target_9": ([PY, "-m", "profiling.target", "9"], notorch,
+        "target_9": ([PY, "-m", "flashprof.profiling.ncu_program", "9"], notorch,
                      f"target: error: unknown KERNEL '9': valid values are {VALID}"),
-        "target_all": ([PY, "-m", "profiling.target", "all"], notorch,
+        "target_all": ([PY, "-m", "flashprof.profiling.ncu_program", "all"], notorch,
                        "target: error: one KERNEL expected here, got 'all' (9 targets)"),
-        "target_no_gpu": ([PY, "-m", "profiling.target", "6"], nogpu, f"target: error: {NO_GPU}"),
+        "target_no_gpu": ([PY, "-m", "flashprof.profiling.ncu_program", "6"], nogpu, f"target: error: {NO_GPU}"),
         # ---- user targets (TARGET=file.py:fn): checked before the machine, like KERNEL
         "target_missing_file": (prof + [f"{byo}/missing.py:attention"], nogpu,
                                 f"profile: error: target {byo}/missing.py:attention: no such file {byo}/missing.py"),
@@ -190,9 +190,9 @@ def cases(d: Path) -> dict:
         "target_max_launches": (prof + [f"{byo}/ok.py:attention", "--max-launches", "0"], nogpu,
                                 "profile: error: bad MAX_LAUNCHES 0: must be a positive integer"),
         "target_ok_no_gpu": (prof + [f"{byo}/ok.py:attention"], nogpu, f"profile: error: {NO_GPU}"),
-        "bench_target_missing": ([PY, "-m", "profiling.bench", "--kernels", f"{byo}/missing.py:attention"], nogpu,
+        "bench_target_missing": ([PY, "-m", "flashprof.profiling.bench", "--kernels", f"{byo}/missing.py:attention"], nogpu,
                                  f"bench: error: target {byo}/missing.py:attention: no such file {byo}/missing.py"),
-        "target_prog_signature": ([PY, "-m", "profiling.target", f"{byo}/two_args.py:attention"], nogpu,
+        "target_prog_signature": ([PY, "-m", "flashprof.profiling.ncu_program", f"{byo}/two_args.py:attention"], nogpu,
                                   f"target: error: target {byo}/two_args.py:attention: attention(q, k) cannot be "
                                   "called as attention(q, k, v)"),
         # ---- reports the analysis cannot read
@@ -206,9 +206,9 @@ def cases(d: Path) -> dict:
                            f"analysis: error: {d / 'missing.ncu-rep'}: no such file"),
         "dir_without_reports": (an + [str(d / "noreports")], {},
                                 f"analysis: error: {d / 'noreports'}: directory holds no *.ncu-rep files"),
-        "figures_missing_dir": ([PY, "-m", "analysis.figures", "--reports", "/nonexistent"], {},
+        "figures_missing_dir": ([PY, "-m", "flashprof.analysis.charts", "--reports", "/nonexistent"], {},
                                 "figures: error: reports directory /nonexistent does not exist"),
-        "figures_empty_dir": ([PY, "-m", "analysis.figures", "--reports", str(d / "noreports"), "--out",
+        "figures_empty_dir": ([PY, "-m", "flashprof.analysis.charts", "--reports", str(d / "noreports"), "--out",
                                str(d / "figs")], {}, f"figures: error: {d / 'noreports'} holds no *.ncu-rep files"),
     }
     return c
@@ -281,7 +281,7 @@ def test_read_only_reports_dir(tmp_path):  # pragma: no cover - CI runs as root
     ro.mkdir()
     ro.chmod(0o555)
     try:
-        rc, _, stderr = _run([PY, "-m", "profiling.profile", "6", "--out-dir", str(ro)],
+        rc, _, stderr = _run([PY, "-m", "flashprof.profiling.profile", "6", "--out-dir", str(ro)],
                                 _env(PYTHONPATH=None))
         assert rc == 2 and stderr.strip() == f"profile: error: {ro} is not writable"
         assert list(ro.iterdir()) == []
@@ -291,8 +291,8 @@ def test_read_only_reports_dir(tmp_path):  # pragma: no cover - CI runs as root
 
 def test_check_writable_reports_read_only(monkeypatch, tmp_path):
     """The os.access branch (what a non-root user hits), driven in-process."""
-    from profiling import env
-    from profiling.errors import FlashprofError
+    from flashprof.profiling import env
+    from flashprof.kernels.cli import FlashprofError
 
     monkeypatch.setattr(env.os, "access", lambda path, mode: False)
     with pytest.raises(FlashprofError) as e:
@@ -303,7 +303,7 @@ def test_check_writable_reports_read_only(monkeypatch, tmp_path):
 def test_ctrl_c_is_one_line(files):
     """SIGINT in the middle of a run: 'profile: interrupted', exit 130, no traceback."""
     env = _env(PYTHONPATH=str(files / "faketorch"), FAKE_TORCH="hang")
-    p = subprocess.Popen([PY, "-m", "profiling.profile", "6"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+    p = subprocess.Popen([PY, "-m", "flashprof.profiling.profile", "6"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "busy"
@@ -316,7 +316,7 @@ def test_ctrl_c_is_one_line(files):
 
 
 def test_run_cli_keyboard_interrupt(capsys):
-    from profiling.errors import run_cli
+    from flashprof.kernels.cli import run_cli
 
     def body():
         raise KeyboardInterrupt

@@ -1,4 +1,4 @@
-"""analysis.bench: headline arithmetic, SASS deltas and the autotune tables."""
+"""flashprof.analysis.stages.bench_tables: headline arithmetic, SASS deltas and the autotune tables."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import bench as B
+from flashprof.analysis.stages import bench_tables as B
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = ROOT / "reports" / "h200" / "autotune.csv"

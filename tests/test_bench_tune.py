@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kernels.config import TUNED_FILE, VARIANTS, ConfigError, KernelConfig, load_tuned, variant
-from profiling import bench, tune
+from flashprof.kernels.config import TUNED_FILE, VARIANTS, ConfigError, KernelConfig, load_tuned, variant
+from flashprof.profiling import bench, tune
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -202,9 +202,9 @@ def test_autotune_csv_best_is_tuned_json():
 
 
 def test_shared_lib_build_failure_is_one_line(tmp_path, monkeypatch):
-    from kernels.config import variant
-    from profiling import shared_lib
-    from profiling.errors import FlashprofError
+    from flashprof.kernels.config import variant
+    from flashprof.profiling import shared_lib
+    from flashprof.kernels.cli import FlashprofError
 
     monkeypatch.setattr(shared_lib, "nvcc_path", lambda: "false")  # `false` exits 1 and writes nothing
     with pytest.raises(FlashprofError) as exc:

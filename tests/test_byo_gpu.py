@@ -18,17 +18,17 @@ torch = pytest.importorskip("torch", reason="torch not installed: user-target GP
 if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU visible: user-target GPU tests run on a GPU machine", allow_module_level=True)
 
-from profiling.correctness import check  # noqa: E402
-from profiling.launches import profiler_kernels  # noqa: E402
-from profiling.targets import resolve  # noqa: E402
-from profiling.workload import Shape, make_inputs  # noqa: E402
+from flashprof.profiling.correctness import check  # noqa: E402
+from flashprof.profiling.launches import profiler_kernels  # noqa: E402
+from flashprof.profiling.targets import resolve  # noqa: E402
+from flashprof.profiling.workload import Shape, make_inputs  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parent.parent
 SHAPE_ARGS = ["--seq", "256", "--batch", "2", "--heads", "4"]
 
 # Each body defines attention(q, k, v); `ref` is the plain-math attention in the inputs' dtype.
-HEADER = "import torch\nfrom profiling.reference import math_attention as ref\n"
+HEADER = "import torch\nfrom flashprof.profiling.reference import math_attention as ref\n"
 BAD = {
     "wrong_shape": ("def attention(q, k, v):\n    return ref(q, k, v).transpose(1, 2).contiguous()\n",
                     "returned shape (2, 4, 256, 128); expected (2, 256, 4, 128) (bshd"),
@@ -68,7 +68,7 @@ def bad_dir(tmp_path_factory):
 def test_bad_target_refused_before_ncu(bad_dir, tmp_path, name):
     out = tmp_path / "reports"
     env = dict(os.environ, FLASHPROF_NCU=str(bad_dir / "ncu"), PYTHONPATH=str(ROOT))
-    p = subprocess.run([sys.executable, "-m", "profiling.profile", f"{bad_dir / name}.py:attention", *SHAPE_ARGS,
+    p = subprocess.run([sys.executable, "-m", "flashprof.profiling.profile", f"{bad_dir / name}.py:attention", *SHAPE_ARGS,
                         "--out-dir", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     lines = [ln for ln in p.stderr.splitlines() if not ln.startswith("[")]  # progress lines start with "["
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr

@@ -18,13 +18,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import ceilings as loader
-from analysis.errors import ReportError
-from kernels import ceilings as bench
-from profiling import ceilings as ceil
-from profiling import ceilings_run
-from profiling.ceilings_run import cli
-from profiling.errors import FlashprofError
+from flashprof.analysis.stages import measured_roofs as loader
+from flashprof.analysis.report.errors import ReportError
+from flashprof.kernels import ceilings as bench
+from flashprof.profiling import ceiling_rates as ceil
+from flashprof.profiling import ceilings_run
+from flashprof.profiling.ceilings_run import cli
+from flashprof.kernels.cli import FlashprofError
 
 DATA = Path(__file__).parent / "data" / "ceilings"
 EXAMPLE = DATA / "h200_example.raw.jsonl"
@@ -304,7 +304,7 @@ def test_peaks_match_the_h200_report():
     """Every peak that names an Nsight Compute metric, re-read from the H200 report."""
     if not H200_REPORT.exists():
         pytest.skip(f"{H200_REPORT} absent")
-    from analysis.ncu_import import ncu_report
+    from flashprof.analysis.report.ncu_import import ncu_report
 
     try:
         action = ncu_report().load_report(str(H200_REPORT)).range_by_idx(0).action_by_idx(0)

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from kernels import ceilings as bench
+from flashprof.kernels import ceilings as bench
 from test_sass import toolchain  # noqa: F401  (the fixture: skip without the wheels, fail in CI)
 
 LINKS = 16  # kLinkUnroll in latency.cuh: the shortest chain the loop body holds

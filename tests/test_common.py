@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from kernels.common import harmonic_mean, move_to_history, write_atomic
+from flashprof.kernels.common import harmonic_mean, move_to_history, write_atomic
 
 
 def test_harmonic_mean_by_hand():
@@ -20,9 +20,9 @@ def test_harmonic_mean_is_nan_when_any_value_is_missing_or_not_positive(values):
 
 
 def test_one_definition_everywhere():
-    from analysis import bench as analysis_bench
-    from profiling import bench as profiling_bench
-    from profiling import tune
+    from flashprof.analysis.stages import bench_tables as analysis_bench
+    from flashprof.profiling import bench as profiling_bench
+    from flashprof.profiling import tune
 
     assert analysis_bench.harmonic_mean is harmonic_mean
     assert profiling_bench.harmonic_mean is harmonic_mean
@@ -77,7 +77,7 @@ def test_move_to_history_double_suffix_sidecar_and_no_clobber(tmp_path):
 def test_write_csv_atomic_formats_floats_only_when_asked(tmp_path):
     import csv
 
-    from kernels.common import write_csv_atomic
+    from flashprof.kernels.common import write_csv_atomic
 
     p = tmp_path / "t.csv"
     write_csv_atomic(p, ["a", "b"], [{"a": 1 / 3, "b": "x"}], float_format="{:.3g}")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernels.config import VARIANTS, ConfigError, KernelConfig, variant
+from flashprof.kernels.config import VARIANTS, ConfigError, KernelConfig, variant
 
 # The series' table: eager, swizzle, Q/K/V load frags, double buffer, optimized softmax.
 TABLE = {
@@ -73,7 +73,7 @@ def test_invalid_combinations_raise(overrides, why):
 
 
 def test_config_error_reaches_the_user_as_one_line(capsys):
-    from kernels.cli import run_cli
+    from flashprof.kernels.cli import run_cli
 
     assert run_cli("prog", lambda: variant(9)) == 2
     err = capsys.readouterr().err.splitlines()
@@ -126,8 +126,8 @@ def test_variant_accepts_strings():
 
 
 def test_reference_targets_are_the_ones_profiling_can_run():
-    from kernels.config import REFERENCE_IDS
-    from profiling.reference import REFERENCES
+    from flashprof.kernels.config import REFERENCE_IDS
+    from flashprof.profiling.reference import REFERENCES
 
     assert set(REFERENCE_IDS) == set(REFERENCES)
 

@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-from profiling import correctness
-from profiling.correctness import TOLERANCE_FACTOR, Verdict, require, verdict
-from profiling.errors import FlashprofError
-from profiling.workload import Shape
+from flashprof.profiling import correctness
+from flashprof.profiling.correctness import TOLERANCE_FACTOR, Verdict, require, verdict
+from flashprof.kernels.cli import FlashprofError
+from flashprof.profiling.workload import Shape
 
 
 def test_factor_is_fa2s_two():
@@ -85,7 +85,7 @@ def test_require_passes_a_good_kernel_through(monkeypatch):
 def cpu_check(monkeypatch):
     torch = pytest.importorskip("torch", reason="torch is not installed (CPU-only CI); the pure verdict "
                                                 "tests above cover the decision")
-    from profiling import workload
+    from flashprof.profiling import workload
 
     real = workload.make_inputs
     monkeypatch.setattr(correctness, "make_inputs",
@@ -98,7 +98,7 @@ SMALL = Shape(1, 64, 2)
 
 
 def test_check_accepts_plain_math(cpu_check):  # pragma: no cover - needs torch
-    from profiling.reference import math_attention
+    from flashprof.profiling.reference import math_attention
 
     def kernel(q, k, v, out=None):
         out.copy_(math_attention(q, k, v, dtype=cpu_check.float32))
@@ -109,7 +109,7 @@ def test_check_accepts_plain_math(cpu_check):  # pragma: no cover - needs torch
 
 
 def test_check_rejects_unwritten_rows(cpu_check):  # pragma: no cover - needs torch
-    from profiling.reference import math_attention
+    from flashprof.profiling.reference import math_attention
 
     def kernel(q, k, v, out=None):
         o = math_attention(q, k, v, dtype=cpu_check.float32)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from profiling import doctor
+from flashprof.profiling import doctor
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,7 +30,7 @@ def _doctor(path_dirs: list[Path], **env) -> subprocess.CompletedProcess:
     path = os.pathsep.join([*map(str, path_dirs), str(Path(sys.executable).parent), "/usr/bin", "/bin"])
     full = {**os.environ, "PATH": path, **env}
     full.pop("FLASHPROF_NCU", None)
-    return subprocess.run([sys.executable, "-m", "profiling.doctor", "--no-counters"], cwd=ROOT, env=full,
+    return subprocess.run([sys.executable, "-m", "flashprof.profiling.doctor", "--no-counters"], cwd=ROOT, env=full,
                           capture_output=True, text=True, timeout=600)
 
 

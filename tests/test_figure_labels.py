@@ -12,8 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import figure_inputs, figures, plots
-from analysis.plot import labels
+from flashprof.analysis.charts import inputs as figure_inputs, driver as figures
+from flashprof.analysis.charts.identity import KERNEL_IDS, launches
+from flashprof.analysis.charts.style import close, new_fig
+from flashprof.analysis.charts.stall_charts import plot_bank_conflicts, plot_pipes, plot_stalls
+from flashprof.analysis.charts.roofline_chart import plot_roofline
+from flashprof.analysis.charts import labels
 
 ROOT = figures.ROOT
 # ../shared beside the clone (CI); FLASHPROF_PUBLIC_REPORTS points elsewhere (a git worktree)
@@ -42,7 +46,7 @@ def test_other_folder_gets_its_own_folder(tmp_path):
 def test_cli_refuses_to_write_foreign_figures_over_the_shipped_ones(tmp_path):
     (tmp_path / "one.ncu-rep").write_bytes(b"whatever")
     before = {p.name: p.stat().st_mtime_ns for p in figures.DEFAULT_OUT.glob("*.png")}
-    res = subprocess.run([sys.executable, "-m", "analysis.figures", "--reports", tmp_path, "--out",
+    res = subprocess.run([sys.executable, "-m", "flashprof.analysis.charts", "--reports", tmp_path, "--out",
                           figures.DEFAULT_OUT], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert res.returncode == 2
     err = res.stderr.strip().splitlines()
@@ -56,7 +60,7 @@ def test_foreign_folder_draws_only_what_applies_and_indexes_it(tmp_path):
     src.mkdir()
     (src / A10.name).symlink_to(A10)
     out = tmp_path / "out"
-    res = subprocess.run([sys.executable, "-m", "analysis.figures", "--reports", src, "--out", out],
+    res = subprocess.run([sys.executable, "-m", "flashprof.analysis.charts", "--reports", src, "--out", out],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     pngs = {p.name for p in out.glob("*.png")}
@@ -131,10 +135,10 @@ def _assert_readable(fig, n_launches):
 @pytest.mark.parametrize("chart", ["stalls", "pipes", "banks"])
 def test_no_label_overlap_synthetic(n, chart):
     st, pp, bk, ident = _synthetic(n, reports=1 if n < 20 else 3)
-    fig = {"stalls": lambda: plots.plot_stalls(st, ident), "pipes": lambda: plots.plot_pipes(pp, ident),
-           "banks": lambda: plots.plot_bank_conflicts(bk, ident)}[chart]()
+    fig = {"stalls": lambda: plot_stalls(st, ident), "pipes": lambda: plot_pipes(pp, ident),
+           "banks": lambda: plot_bank_conflicts(bk, ident)}[chart]()
     shown = _assert_readable(fig, n)
-    L = plots.launches(st)
+    L = launches(st)
     assert set(shown) <= set(L["short"])
     assert all(len(s) <= labels.TAG_WIDTH + 5 for s in shown)
     table = [t.get_text() for t in fig.texts if t.get_gid() == "name-table"]
@@ -156,16 +160,16 @@ def test_no_label_overlap_public_reports(tmp_path, which):
     n = len(inp.ident)
     if which == "a10":
         assert n == 105
-    for fig in (plots.plot_stalls(inp.stall, inp.ident, inp.roof), plots.plot_pipes(inp.pipe, inp.ident, inp.roof),
-                plots.plot_bank_conflicts(inp.banks, inp.ident, inp.roof)):
+    for fig in (plot_stalls(inp.stall, inp.ident, inp.roof), plot_pipes(inp.pipe, inp.ident, inp.roof),
+                plot_bank_conflicts(inp.banks, inp.ident, inp.roof)):
         _assert_readable(fig, n)
-        plots.close(fig)
+        close(fig)
 
 
 def test_overlap_detector_catches_crowded_ticks():
     """The measure can fail: 105 long horizontal labels on a 6-inch axis do overlap,
     and fit_xticks turns the same labels into a readable set."""
-    fig = plots.new_fig(7, 3)
+    fig = new_fig(7, 3)
     ax = fig.add_axes([0.1, 0.3, 0.85, 0.6])
     ax.set_xlim(-0.5, 104.5)
     names = [f"some_report#{i}" for i in range(105)]
@@ -180,8 +184,8 @@ def test_overlap_detector_catches_crowded_ticks():
 def _foreign_roof(full_frame, n_reports: int, blank: int | None = None):
     """The shipped FA2 launch copied under ``n_reports`` long non-series names (one launch
     each); report ``blank`` gets NaN FLOP/s (a report lacking the metrics)."""
-    from analysis.parse import launch_identity
-    from analysis.roofline import roofline
+    from flashprof.analysis.report.parse import launch_identity
+    from flashprof.analysis.stages.roofline import roofline
     roof0 = roofline(full_frame)
     roof0 = roof0[roof0["report"] == "ref"]
     id0 = launch_identity(full_frame)
@@ -205,8 +209,8 @@ def _legend_texts(fig):
 
 def test_roofline_of_many_reports_uses_tags_and_a_name_table(full_frame):
     roof, ident = _foreign_roof(full_frame, 9, blank=4)
-    fig = plots.plot_roofline(roof, ident, title="nine reports")
-    L = plots.launches(roof)
+    fig = plot_roofline(roof, ident, title="nine reports")
+    L = launches(roof)
     texts = _legend_texts(fig)
     for tag in L["tag"]:
         assert any(t.startswith(tag + " (") for t in texts), tag
@@ -221,7 +225,7 @@ def test_roofline_of_many_reports_uses_tags_and_a_name_table(full_frame):
 
 def test_roofline_of_few_reports_names_them_in_full(full_frame):
     roof, ident = _foreign_roof(full_frame, 2)
-    fig = plots.plot_roofline(roof, ident, title="two reports")
+    fig = plot_roofline(roof, ident, title="two reports")
     texts = [t.replace("\n", "") for t in _legend_texts(fig)]
     for rep in roof["report"].unique():
         assert any(rep in t for t in texts)
@@ -242,12 +246,12 @@ def test_a_failing_analysis_stage_skips_only_its_figures(tmp_path, monkeypatch):
 
 
 def test_caption_facts_come_from_the_data():
-    from analysis import figure_specs
+    from flashprof.analysis.charts import specs as figure_specs
     sweep = pd.DataFrame({"config": ['{"d_head": 64, "B_r": 64}', '{"d_head": 64}', "not json", None]})
     assert figure_specs._head_dims(sweep) == "d64"
     assert figure_specs._head_dims(pd.DataFrame({"config": ["{}"]})) == "d?"
     inp = figures.make_inputs(figures.DEFAULT_REPORTS)
     want = {(int(r.batch), int(r.heads), int(r.seq), int(r.d_head), r.dtype)
-            for r in inp.ident.itertuples() if str(r.variant) in plots.KERNEL_IDS}
+            for r in inp.ident.itertuples() if str(r.variant) in KERNEL_IDS}
     (b, h, s, d, dt), = want
     assert inp.shape == f"{dt}, B{b} H{h} S{s} d{d}"

@@ -1,4 +1,4 @@
-"""`python -m analysis.figures`: the full expected set of PNGs from the shipped reports,
+"""`python -m flashprof.analysis.charts`: the full expected set of PNGs from the shipped reports,
 skips with a note, and the one-line error contract (exit 2, no traceback)."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from analysis import figures
+from flashprof.analysis.charts import driver as figures
 
 ROOT = figures.ROOT
 REPORTS = ROOT / "reports" / "h200"
@@ -15,7 +15,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def _run(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "analysis.figures", *map(str, args)], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "flashprof.analysis.charts", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -39,7 +39,7 @@ def test_every_registered_figure_is_written(built):
     # the shipped reports support the gap model: its figures must be drawn, not skipped
     # (a failing model is a skip only for other folders: test_gap_failure_is_a_skip_not_an_error)
     assert {"gap.png", "gpu_ceilings.png", "pipe_shares.png"} <= expected
-    assert "analysis.gap failed" not in res.stdout
+    assert "flashprof.analysis.gap failed" not in res.stdout
     written = {p.name for p in out.glob("*.png")}
     assert written == expected
     for name in expected:
@@ -79,22 +79,22 @@ def test_errors_are_one_line_exit_2(tmp_path, case):
 
 
 def test_gap_failure_is_a_skip_not_an_error(tmp_path, monkeypatch):
-    from analysis import gap as gapmod
+    from flashprof.analysis.gap.pipes_model import throughput
 
     def boom(*a, **k):
         raise RuntimeError("model exploded")
 
-    monkeypatch.setattr(gapmod, "gap_table", boom)
+    monkeypatch.setattr(throughput, "gap_table", boom)
     inp = figures.make_inputs(REPORTS)
     lines = []
     written = figures.build(inp, tmp_path, only=["gap", "gpu_ceilings", "pipes"], log=lines.append, jobs=1)
     # gap.png is drawn from the committed issue-model result, not from gap_table
     assert sorted(p.name for p in written) == ["gap.png", "pipes.png"]
-    assert sum("skipped: analysis.gap failed (RuntimeError: model exploded)" in ln for ln in lines) == 1
+    assert sum("skipped: flashprof.analysis.gap failed (RuntimeError: model exploded)" in ln for ln in lines) == 1
 
 
 def test_gap_figure_without_a_fresh_committed_result_is_a_skip(tmp_path, monkeypatch):
-    from analysis.gap import frozen
+    from flashprof.analysis.gap import frozen
 
     monkeypatch.setattr(frozen, "DIR", tmp_path / "nothing")
     inp = figures.make_inputs(REPORTS)

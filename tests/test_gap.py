@@ -1,4 +1,4 @@
-"""Gap model (analysis.gap): data files, hand-computed pipe times, the CLI subcommand.
+"""Gap model (flashprof.analysis.gap): data files, hand-computed pipe times, the CLI subcommand.
 
 Expected numbers are computed by hand in the tests (tiny frames and toy GPUs), from the
 datasheet arithmetic, or from raw ncu_report counters -- never by calling the model twice.
@@ -15,13 +15,16 @@ import sys
 import pandas as pd
 import pytest
 
-from analysis import gap
-from analysis.__main__ import main
-from analysis.parse import FRAME_COLUMNS
+from flashprof.analysis.gap.pipes_model.pipe_table import DEFAULT_GPUS, MODEL_PIPES, SMEM_METRIC, TARGETS, load_gpus, load_published, match_gpu, pipe_of
+from flashprof.analysis.gap.pipes_model.throughput import ceilings, combine, fit_alpha, launch_work, pipe_check, pipe_shares, pipe_times
+from flashprof.analysis.gap.pipes_model.pipes_report import gap_table, limitations, load_static, model_errors
+from flashprof.analysis.gap.pipes_model.work import group_ratios, loop_trips, scale_by_loop, scale_opcodes, static_counts, work_from_opcodes
+from flashprof.analysis.__main__ import main
+from flashprof.analysis.report.parse import FRAME_COLUMNS
 from conftest import REF, ROOT
 
-GPUS = gap.load_gpus()
-PUB = gap.load_published()
+GPUS = load_gpus()
+PUB = load_published()
 
 
 def g(key, field):
@@ -98,7 +101,7 @@ def test_published_file():
     ("LDGSTS", "lsu"), ("ULDC", "uniform"), ("BAR", "control"), ("WHATEVER", "other"),
 ])
 def test_pipe_of(op, pipe):
-    assert gap.pipe_of(op) == pipe
+    assert pipe_of(op) == pipe
 
 
 def test_static_opcodes_are_all_mapped():
@@ -106,7 +109,7 @@ def test_static_opcodes_are_all_mapped():
     if not path.is_file():
         pytest.skip("no static opcode CSV yet")
     ops = set(pd.read_csv(path)["opcode"])
-    assert {op for op in ops if gap.pipe_of(op) == "other"} == set()
+    assert {op for op in ops if pipe_of(op) == "other"} == set()
 
 
 # --------------------------------------------------------------------------- hand cases
@@ -117,10 +120,10 @@ TOY = {"sm_count": 2, "clock_hz": 1e9, "mma_sync_flop_per_clk_sm": 1024, "fp32_l
 
 
 def test_pipe_times_by_hand():
-    w = gap.work_from_opcodes({"HMMA": 10, "FMUL": 64, "IMAD": 16, "MUFU": 8, "LDSM": 4, "BRA": 2},
+    w = work_from_opcodes({"HMMA": 10, "FMUL": 64, "IMAD": 16, "MUFU": 8, "LDSM": 4, "BRA": 2},
                               smem_wavefronts=16, dram_bytes=2000)
     assert w["tensor_flop"] == 10 * 4096 and w["issue_inst"] == 104
-    t = gap.pipe_times(w, TOY)
+    t = pipe_times(w, TOY)
     assert t["tensor"] == pytest.approx(40960 / 1024 / 2)          # 20
     assert t["fma"] == pytest.approx(max(80 * 32 / 128, 16 * 32 / 16) / 2)  # IMAD-bound: 16
     assert t["alu"] == 0
@@ -129,33 +132,33 @@ def test_pipe_times_by_hand():
     assert t["smem"] == pytest.approx(16 * 128 / 128 / 2)          # 8
     assert t["issue"] == pytest.approx(104 / 4 / 2)                # 13
     assert t["dram"] == pytest.approx(2000 * 1e9 / 1e12)           # 2
-    cycles, limit = gap.combine(t, 0.5)
+    cycles, limit = combine(t, 0.5)
     assert limit == "tensor"
     assert cycles == pytest.approx(20 + 0.5 * (16 + 8 + 2 + 8 + 13 + 2))
-    assert gap.combine(t, 0.0) == (pytest.approx(20), "tensor")
+    assert combine(t, 0.0) == (pytest.approx(20), "tensor")
 
 
 def test_static_smem_proxy():
-    w = gap.work_from_opcodes({"LDSM": 3, "LDS": 2, "STS": 1, "LDGSTS": 5})
+    w = work_from_opcodes({"LDSM": 3, "LDS": 2, "STS": 1, "LDGSTS": 5})
     assert w["smem_wavefronts"] == 3 * 4 + 2 + 1 + 5
 
 
 def test_fit_alpha_recovers_a_known_alpha():
-    base = {p: 0.0 for p in gap.MODEL_PIPES}
+    base = {p: 0.0 for p in MODEL_PIPES}
     a = {**base, "tensor": 10, "smem": 4, "issue": 6}     # max 10, rest 10
     b = {**base, "tensor": 5, "smem": 8, "fma": 2}        # max 8, rest 7
     pts = [(a, 10 + 0.3 * 10), (b, 8 + 0.3 * 7)]
-    assert gap.fit_alpha(pts) == pytest.approx(0.3)
-    assert gap.fit_alpha([]) == 0.0
+    assert fit_alpha(pts) == pytest.approx(0.3)
+    assert fit_alpha([]) == 0.0
 
 
 def test_scale_opcodes_by_static_mix():
     dyn = {"FMUL": 640, "IMAD": 100, "VIADD": 50}
-    out = gap.scale_opcodes(dyn, {"FMUL": 10, "IMAD": 5, "VIADD": 5}, {"FMUL": 10, "IMAD": 10, "IADD3": 4})
+    out = scale_opcodes(dyn, {"FMUL": 10, "IMAD": 5, "VIADD": 5}, {"FMUL": 10, "IMAD": 10, "IADD3": 4})
     assert out["FMUL"] == 640 and out["IMAD"] == 200 and out["VIADD"] == 0
     # IADD3 only on the target arch: ALU group's executed-per-static on the source (50/5) x 4.
     assert out["IADD3"] == pytest.approx(40)
-    assert gap.scale_opcodes(dyn, {}, {"FMUL": 1}) == dyn
+    assert scale_opcodes(dyn, {}, {"FMUL": 1}) == dyn
 
 
 def test_scale_by_loop_changes_only_the_loop_part():
@@ -163,14 +166,14 @@ def test_scale_by_loop_changes_only_the_loop_part():
     dyn = {"HMMA": 20, "IMAD": 30 + 10 * 1, "FMUL": 10 * 4, "VIADD": 10 * 3}
     lf = {"HMMA": 2, "IMAD": 1, "FMUL": 4, "VIADD": 3}
     lt = {"HMMA": 2, "IMAD": 5, "FMUL": 4, "IADD3": 3}
-    assert gap.loop_trips(dyn, lf) == 10
-    out = gap.scale_by_loop(dyn, lf, lt)
+    assert loop_trips(dyn, lf) == 10
+    out = scale_by_loop(dyn, lf, lt)
     assert out == {"HMMA": 20, "IMAD": 30 + 10 * 5, "FMUL": 40, "VIADD": 0, "IADD3": 30}
     # Per pipe group, the loop part is scaled by the loop-scope static ratio.
-    r = gap.group_ratios(lf, lt)
+    r = group_ratios(lf, lt)
     assert r["imad"] == 5 and r["alu"] == 1 and r["tensor"] == 1
     assert out["IMAD"] == pytest.approx(30 + 10 * 1 * r["imad"])
-    assert gap.scale_by_loop(dyn, {"FMUL": 4}, lt) == dyn  # no HMMA in the loop: unchanged
+    assert scale_by_loop(dyn, {"FMUL": 4}, lt) == dyn  # no HMMA in the loop: unchanged
 
 
 def test_static_counts_scopes_and_configs(tmp_path):
@@ -179,16 +182,16 @@ def test_static_counts_scopes_and_configs(tmp_path):
     (tmp_path / "opcodes_loop.csv").write_text(
         "kernel,arch,dtype,config,tuned_gpu,opcode,count\n"
         "7,sm_80,fp16,seed,,IMAD,31\n7,sm_80,fp16,big,h200,IMAD,9\n7,sm_90,fp16,seed,,IMAD,2\n")
-    o = gap.load_static(tmp_path / "opcodes.csv")
+    o = load_static(tmp_path / "opcodes.csv")
     assert set(o["scope"]) == {"kernel", "loop"}
-    assert gap.static_counts(o, "7", "sm_80") == {"IMAD": 50}
-    assert gap.static_counts(o, "7", "sm_80", scope="loop") == {"IMAD": 31}           # seed config
-    assert gap.static_counts(o, "7", "sm_80", scope="loop", config="big") == {"IMAD": 9}
-    assert gap.static_counts(o, "7", "sm_90", scope="loop", config="big") == {"IMAD": 2}  # fallback: seed
+    assert static_counts(o, "7", "sm_80") == {"IMAD": 50}
+    assert static_counts(o, "7", "sm_80", scope="loop") == {"IMAD": 31}           # seed config
+    assert static_counts(o, "7", "sm_80", scope="loop", config="big") == {"IMAD": 9}
+    assert static_counts(o, "7", "sm_90", scope="loop", config="big") == {"IMAD": 2}  # fallback: seed
     # A plain opcodes.csv frame (no scope column) is all kernel scope.
     plain = pd.read_csv(tmp_path / "opcodes.csv")
-    assert gap.static_counts(plain, "7", "sm_90") == {"IMAD": 40}
-    assert gap.static_counts(plain, "7", "sm_90", scope="loop") == {}
+    assert static_counts(plain, "7", "sm_90") == {"IMAD": 40}
+    assert static_counts(plain, "7", "sm_90", scope="loop") == {}
 
 
 def _launch_rows(report, variant, gpu, arch, metrics: dict) -> list[dict]:
@@ -208,15 +211,15 @@ def a100_frame():
     common = {"launch__sm_count": 108, "sm__cycles_elapsed.avg.per_second": 1.41e9}
     ref = _launch_rows("ref", "None", "NVIDIA A100-SXM4-80GB", "sm_80", {
         **common, **_ops(HMMA=108 * 1000, FMUL=108 * 1000),
-        gap.SMEM_METRIC: 108 * 1000, "gpu__time_duration.sum": 1000.0, "sm__cycles_elapsed.avg": 3000})
+        SMEM_METRIC: 108 * 1000, "gpu__time_duration.sum": 1000.0, "sm__cycles_elapsed.avg": 3000})
     k7 = _launch_rows("kernel7", "7", "NVIDIA A100-SXM4-80GB", "sm_80", {
         **common, **_ops(HMMA=108 * 1000, FMUL=108 * 4000),
-        gap.SMEM_METRIC: 108 * 3000, "gpu__time_duration.sum": 1250.0, "sm__cycles_elapsed.avg": 3750})
+        SMEM_METRIC: 108 * 3000, "gpu__time_duration.sum": 1250.0, "sm__cycles_elapsed.avg": 3750})
     return pd.DataFrame(ref + k7, columns=list(FRAME_COLUMNS))
 
 
 def test_gap_table_on_a_hand_made_frame(a100_frame):
-    t = gap.gap_table(a100_frame, None, GPUS, PUB, None, gpu_keys=["a100_80gb"], alpha=0.0)
+    t = gap_table(a100_frame, None, GPUS, PUB, None, gpu_keys=["a100_80gb"], alpha=0.0)
     row = t[t["target"] == "7"].iloc[0]
     ref = t[t["target"] == "ref"].iloc[0]
     assert row["work_source"].startswith("measured")
@@ -233,12 +236,12 @@ def test_gap_table_on_a_hand_made_frame(a100_frame):
     assert row["error_pp"] == pytest.approx(100 * 2000 / 3000 - 80.3)
     assert row["ncu_pct"] == pytest.approx(100 * 1000 / 1250)   # from the report durations
     # The report's own SM clock replaces the datasheet one (prefer measured data).
-    ce = gap.ceilings(GPUS, a100_frame, ["a100_80gb"]).iloc[0]
+    ce = ceilings(GPUS, a100_frame, ["a100_80gb"]).iloc[0]
     assert ce["source"] == "report" and ce["clock_hz"] == 1.41e9
 
 
 def test_alpha_is_fitted_on_measured_gpus_only(a100_frame):
-    t = gap.gap_table(a100_frame, None, GPUS, PUB, None, gpu_keys=["a100_80gb", "rtx3090"])
+    t = gap_table(a100_frame, None, GPUS, PUB, None, gpu_keys=["a100_80gb", "rtx3090"])
     # Measured: ref 3000 = 2000 + a x 2000 (rest 500+1000+500), k7 3750 = 3000 + a x (2000 + 2000 + 1250).
     x1, y1 = 2000 / 3000, 1 - 2000 / 3000
     x2, y2 = 5250 / 3750, 1 - 3000 / 3750
@@ -249,18 +252,18 @@ def test_alpha_is_fitted_on_measured_gpus_only(a100_frame):
 
 
 def test_pipe_shares_and_errors(a100_frame):
-    t = gap.gap_table(a100_frame, None, GPUS, PUB, None, gpu_keys=["a100_80gb"], alpha=0.0)
-    s = gap.pipe_shares(t, "7")
-    assert set(s["pipe"]) == set(gap.MODEL_PIPES)
+    t = gap_table(a100_frame, None, GPUS, PUB, None, gpu_keys=["a100_80gb"], alpha=0.0)
+    s = pipe_shares(t, "7")
+    assert set(s["pipe"]) == set(MODEL_PIPES)
     assert s["share_of_sum"].sum() == pytest.approx(1.0)
     assert s[s["is_limit"]]["pipe"].tolist() == ["smem"]
-    e = gap.model_errors(t)
+    e = model_errors(t)
     assert e.iloc[0]["n"] == 1 and e.iloc[0]["mae_pp"] == pytest.approx(abs(100 * 2 / 3 - 80.3))
 
 
 def test_ceilings_three_gpus():
-    c = gap.ceilings(GPUS).set_index("gpu_key")
-    assert list(c.index) == list(gap.DEFAULT_GPUS)
+    c = ceilings(GPUS).set_index("gpu_key")
+    assert list(c.index) == list(DEFAULT_GPUS)
     assert c.loc["a100_80gb", "tensor_per_fp32"] == pytest.approx(2048 / 128)
     assert c.loc["rtx3090", "tensor_per_fp32"] == pytest.approx(512 / 256)
     assert c.loc["a100_80gb", "tensor_flops"] == pytest.approx(312e12, rel=0.01)
@@ -268,24 +271,24 @@ def test_ceilings_three_gpus():
 
 
 def test_match_gpu():
-    assert gap.match_gpu("NVIDIA A100-SXM4-40GB", GPUS) == "a100_40gb"
-    assert gap.match_gpu("NVIDIA A100-SXM4-80GB", GPUS) == "a100_80gb"
-    assert gap.match_gpu("NVIDIA GeForce RTX 3090", GPUS) == "rtx3090"
-    assert gap.match_gpu("NVIDIA H200", GPUS) == "h200_sxm"
-    assert gap.match_gpu("h200", GPUS) == "h200_sxm"
-    assert gap.match_gpu("Tesla T4", GPUS) is None
+    assert match_gpu("NVIDIA A100-SXM4-40GB", GPUS) == "a100_40gb"
+    assert match_gpu("NVIDIA A100-SXM4-80GB", GPUS) == "a100_80gb"
+    assert match_gpu("NVIDIA GeForce RTX 3090", GPUS) == "rtx3090"
+    assert match_gpu("NVIDIA H200", GPUS) == "h200_sxm"
+    assert match_gpu("h200", GPUS) == "h200_sxm"
+    assert match_gpu("Tesla T4", GPUS) is None
 
 
 # --------------------------------------------------------------------------- real report
 def test_mapping_reproduces_ncu_pipe_utilisation(full_frame):
-    chk = gap.pipe_check(full_frame)
+    chk = pipe_check(full_frame)
     ref = chk[chk["report"] == "ref"].set_index("pipe")
     for pipe in ("tensor", "fma", "alu", "xu", "lsu", "issue"):
         assert ref.loc[pipe, "model_pct"] == pytest.approx(ref.loc[pipe, "ncu_pct"], abs=1.0), pipe
 
 
 def test_hmma_flops_match_the_tensor_counter(full_frame, raw_ref):
-    w = gap.launch_work(full_frame)
+    w = launch_work(full_frame)
     ref = w[w["target"] == "ref"].iloc[0]
     counter = (raw_ref["sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32_sparsity_off.sum.per_cycle_elapsed"]
                * raw_ref["sm__cycles_elapsed.avg"])
@@ -314,8 +317,8 @@ def test_cli_json():
     rows = [r for r in recs if r["kind"] == "row"]
     summ = [r for r in recs if r["kind"] == "summary"]
     assert rows and ROW_FIELDS <= set(rows[0])
-    assert {r["gpu_key"] for r in rows} >= set(gap.DEFAULT_GPUS)
-    assert {(r["target"], r["gpu_key"]) for r in rows} >= {("7", k) for k in gap.DEFAULT_GPUS}
+    assert {r["gpu_key"] for r in rows} >= set(DEFAULT_GPUS)
+    assert {(r["target"], r["gpu_key"]) for r in rows} >= {("7", k) for k in DEFAULT_GPUS}
     assert {s["gpu_key"] for s in summ} == {"rtx3090", "a100_80gb", "h200_sxm"}
     assert all(s["mae_pp"] >= 0 for s in summ)
     ref_h200 = next(r for r in rows if r["target"] == "ref" and r["gpu_key"] == "h200_sxm")
@@ -354,27 +357,27 @@ def test_cli_real_process_bad_format():
 
 # --------------------------------------------------------------------------- figures
 def test_gap_figures_structure(a100_frame):
-    from analysis import gap_plots
-    t = gap.gap_table(a100_frame, None, GPUS, PUB, None, gpu_keys=["a100_80gb", "rtx3090"], alpha=0.0)
-    fig = gap_plots.plot_pipe_shares(gap.pipe_shares(t, "7"))
+    from flashprof.analysis.charts import gap_charts as gap_plots
+    t = gap_table(a100_frame, None, GPUS, PUB, None, gpu_keys=["a100_80gb", "rtx3090"], alpha=0.0)
+    fig = gap_plots.plot_pipe_shares(pipe_shares(t, "7"))
     gids = {a.get_gid() for a in fig.axes[0].get_children()}
-    assert {f"share:a100_80gb:{p}" for p in gap.MODEL_PIPES} <= gids
-    fig = gap_plots.plot_ceilings(gap.ceilings(GPUS))
+    assert {f"share:a100_80gb:{p}" for p in MODEL_PIPES} <= gids
+    fig = gap_plots.plot_ceilings(ceilings(GPUS))
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     gids = {a.get_gid() for a in ax.get_children()}
-    assert {f"ceiling:{k}:dram" for k in gap.DEFAULT_GPUS} <= gids
+    assert {f"ceiling:{k}:dram" for k in DEFAULT_GPUS} <= gids
 
 
 # --------------------------------------------------------------------------- real H200 reports
 @pytest.fixture(scope="module")
 def h200_gap(kernel_frame):
-    return gap.gap_table(kernel_frame, None, GPUS, PUB, None)
+    return gap_table(kernel_frame, None, GPUS, PUB, None)
 
 
 def test_measured_cycles_are_the_raw_counter(h200_gap, raw_kernels, raw_ref):
     h = h200_gap[h200_gap["gpu_key"] == "h200_sxm"].set_index("target")
-    assert set(h.index) == set(gap.TARGETS)
+    assert set(h.index) == set(TARGETS)
     for k, raw in {**raw_kernels, "ref": raw_ref}.items():
         assert h.loc[k, "measured_cycles"] == raw["sm__cycles_elapsed.avg"], k
         assert h.loc[k, "work_source"] == f"measured ({'ref' if k == 'ref' else 'kernel' + k})"
@@ -389,7 +392,7 @@ def test_alpha_fitted_on_h200_points_only(h200_gap, kernel_frame):
     assert len(h) == 8 and set(h["gpu_key"]) == {"h200_sxm"}
     num = den = 0.0
     for r in h.to_dict("records"):
-        times = [r[f"t_{p}"] for p in gap.MODEL_PIPES]
+        times = [r[f"t_{p}"] for p in MODEL_PIPES]
         x = (sum(times) - max(times)) / r["measured_cycles"]
         y = 1 - max(times) / r["measured_cycles"]
         num, den = num + x * y, den + x * x
@@ -398,12 +401,12 @@ def test_alpha_fitted_on_h200_points_only(h200_gap, kernel_frame):
     for pub in fake["gpus"].values():
         for v in pub["pct_of_fa2"].values():
             v["seq_4096"] = 1.0
-    other = gap.gap_table(kernel_frame, None, GPUS, fake, None)
+    other = gap_table(kernel_frame, None, GPUS, fake, None)
     assert other["alpha"].iloc[0] == h200_gap["alpha"].iloc[0]
 
 
 def test_h200_pipe_mapping_on_kernel_reports(kernel_frame):
-    chk = gap.pipe_check(kernel_frame)
+    chk = pipe_check(kernel_frame)
     assert set(chk["report"]) == {f"kernel{i}" for i in range(1, 8)} | {"ref"}
     for _, r in chk.iterrows():
         assert r["model_pct"] == pytest.approx(r["ncu_pct"], abs=1.5), (r["report"], r["pipe"])
@@ -411,16 +414,16 @@ def test_h200_pipe_mapping_on_kernel_reports(kernel_frame):
 
 def test_h200_errors_against_bench_and_limitations(kernel_frame):
     bench = pd.read_csv(ROOT / "reports" / "h200" / "bench.csv")
-    t = gap.gap_table(kernel_frame, None, GPUS, PUB, bench)
+    t = gap_table(kernel_frame, None, GPUS, PUB, bench)
     h = t[(t["gpu_key"] == "h200_sxm") & (t["target"] != "ref")].set_index("target")
     b = bench[(bench["seq"] == 4096) & (bench["dtype"] == "fp16")].set_index("target")
     for k in "1234567":
         assert h.loc[k, "observed_source"] == "bench"
         assert h.loc[k, "observed_pct"] == pytest.approx(b.loc[k, "pct_of_ref"])
         assert h.loc[k, "error_pp"] == pytest.approx(h.loc[k, "pred_pct"] - b.loc[k, "pct_of_ref"])
-    e = gap.model_errors(t).set_index("gpu_key")
+    e = model_errors(t).set_index("gpu_key")
     assert e.loc["h200_sxm", "mae_pp"] == pytest.approx(h["error_pp"].abs().mean())
-    notes = gap.limitations(t)
+    notes = limitations(t)
     assert any(n.startswith("h200_sxm: measured cycles / largest pipe bound") for n in notes)
     assert any("kernel 7 on" in n for n in notes)
 
@@ -429,15 +432,15 @@ def test_carried_kernel7_uses_the_loop_of_the_profiled_config(kernel_frame):
     """Kernel 7 on the A100/3090 is the H200 counters plus the loop-body delta of the config
     the H200 report ran (its sidecar's config_slug), not the seed config's."""
     side = json.loads((ROOT / "reports" / "h200" / "kernel7.json").read_text())
-    o = gap.load_static(ROOT / "reports" / "sass" / "opcodes.csv")
-    t = gap.gap_table(kernel_frame, o, GPUS, PUB, None).set_index(["target", "gpu_key"])
+    o = load_static(ROOT / "reports" / "sass" / "opcodes.csv")
+    t = gap_table(kernel_frame, o, GPUS, PUB, None).set_index(["target", "gpu_key"])
     for key, arch in (("a100_80gb", "sm_80"), ("rtx3090", "sm_86")):
         src = t.loc[("7", key), "work_source"]
         assert "loop-body delta sm_90->" + arch in src and side["config_slug"] in src
         assert "loop-body delta" in t.loc[("6", key), "work_source"]
     # The H200 rows stay measured and alpha stays the H200-only fit.
     assert t.loc[("7", "h200_sxm"), "work_source"] == "measured (kernel7)"
-    plain = gap.gap_table(kernel_frame, None, GPUS, PUB, None)
+    plain = gap_table(kernel_frame, None, GPUS, PUB, None)
     assert t["alpha"].iloc[0] == plain["alpha"].iloc[0]
-    notes = gap.limitations(t.reset_index())
+    notes = limitations(t.reset_index())
     assert any(n.startswith("a100_80gb: worst kernel") for n in notes)

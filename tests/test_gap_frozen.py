@@ -1,5 +1,5 @@
 """The issue model's committed result (reports/gap/issue_model.json): its inputs' hashes match
-the files in the repository (regenerate with ``python -m analysis gap --model issue --write
+the files in the repository (regenerate with ``python -m flashprof.analysis gap --model issue --write
 reports/gap/``), its numbers are consistent with published.json and with each other, the
 CLI and the figures read it without running the model, and a stale file is recomputed.
 Nothing here runs the minutes-long model."""
@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from analysis.gap import frozen
+from flashprof.analysis.gap import frozen
 
 REPO = Path(__file__).resolve().parents[1]
 RESULT = REPO / "reports" / "gap" / "issue_model.json"
 META = REPO / "reports" / "gap" / "issue_model.meta.json"
-REGEN = "python -m analysis gap --model issue --write reports/gap/"
+REGEN = "python -m flashprof.analysis gap --model issue --write reports/gap/"
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +98,7 @@ def test_write_then_read_round_trips_nan_as_null(tmp_path):
 
 
 def _forbid_model(monkeypatch):
-    import analysis.gap.issue_report as ir
+    import flashprof.analysis.gap.issue_report as ir
 
     def boom(*a, **k):
         raise AssertionError("the issue model ran")
@@ -106,7 +106,7 @@ def _forbid_model(monkeypatch):
 
 
 def test_cli_default_reads_the_committed_result(monkeypatch, capsys, committed):
-    from analysis.__main__ import main
+    from flashprof.analysis.__main__ import main
 
     _forbid_model(monkeypatch)
     assert main(["gap", "--format", "json"]) == 0
@@ -122,8 +122,8 @@ def test_cli_default_reads_the_committed_result(monkeypatch, capsys, committed):
 
 
 def test_cli_stale_result_is_recomputed_with_a_note(monkeypatch, capsys, tmp_path):
-    import analysis.gap.issue_report as ir
-    from analysis.__main__ import main
+    import flashprof.analysis.gap.issue_report as ir
+    from flashprof.analysis.__main__ import main
 
     frozen.write([{"kind": "limitation", "text": "old"}], tmp_path)
     meta = json.loads((tmp_path / frozen.META).read_text())
@@ -144,7 +144,7 @@ def test_cli_stale_result_is_recomputed_with_a_note(monkeypatch, capsys, tmp_pat
     (["gap", "--bench", "b.csv"], "--model pipes"),
 ])
 def test_cli_write_misuse_is_one_line(monkeypatch, capsys, argv, msg):
-    from analysis.__main__ import main
+    from flashprof.analysis.__main__ import main
 
     _forbid_model(monkeypatch)
     assert main(argv) == 2
@@ -153,7 +153,7 @@ def test_cli_write_misuse_is_one_line(monkeypatch, capsys, argv, msg):
 
 
 def test_gap_figure_is_drawn_from_the_committed_result(committed):
-    from analysis.gap_plots import issue_gap_titles, plot_issue_gap
+    from flashprof.analysis.charts.gap_charts import issue_gap_titles, plot_issue_gap
 
     recs, _ = frozen.read()
     title, sub = issue_gap_titles(recs)

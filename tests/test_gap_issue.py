@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis.gap import controls
-from analysis.gap.constants import machine, occupancy
-from analysis.gap.loops import FA2_DIR, fa2_loop
-from analysis.gap.scheduler import simulate
+from flashprof.analysis.gap import controls
+from flashprof.analysis.gap.constants import machine, occupancy
+from flashprof.analysis.gap.loops import FA2_DIR, fa2_loop
+from flashprof.analysis.gap.scheduler import simulate
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -104,8 +104,8 @@ def test_bad_sass_is_a_clear_error():
 
 
 def test_rows_keep_the_gap_json_shape_and_fit_nothing():
-    from analysis.gap.issue_report import rows, summaries
-    from kernels.config import variant
+    from flashprof.analysis.gap.issue_report import rows, summaries
+    from flashprof.kernels.config import variant
 
     recs = rows({"rtx3090": {"7": variant(7).slug}}, {})
     recs += summaries(recs)
@@ -121,7 +121,7 @@ def test_rows_keep_the_gap_json_shape_and_fit_nothing():
 
 
 def test_wavefronts_per_shared_memory_access():
-    from analysis.gap.scheduler import wavefronts
+    from flashprof.analysis.gap.scheduler import wavefronts
 
     body = _body([("LDSM.16.M88.4 R0, [R2]", 0), ("LDSM.16.MT88.2 R0, [R2]", 0), ("LDS.128 R0, [R2]", 0),
                   ("LDS R0, [R2]", 0), ("LDGSTS.E.BYPASS.LTC128B.128 [R0], desc[UR4][R2.64]", 0)])
@@ -129,7 +129,7 @@ def test_wavefronts_per_shared_memory_access():
 
 
 def test_cli_bad_inputs_are_one_line_errors(capsys, tmp_path):
-    from analysis.__main__ import main
+    from flashprof.analysis.__main__ import main
 
     assert main(["gap", "--model", "issue", str(tmp_path / "missing.ncu-rep")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -140,7 +140,7 @@ def test_cli_bad_inputs_are_one_line_errors(capsys, tmp_path):
 
 
 def test_missing_sass_is_a_clear_error():
-    from analysis.gap.loops import kernel_loop
+    from flashprof.analysis.gap.loops import kernel_loop
 
     with pytest.raises(controls.SassError, match="no loop SASS"):
         kernel_loop("7", "sm_80", "no_such_config")
@@ -149,7 +149,7 @@ def test_missing_sass_is_a_clear_error():
 def test_plot_issue_gap_has_a_panel_per_gpu():
     import math as _m
 
-    from analysis.gap_plots import plot_issue_gap
+    from flashprof.analysis.charts.gap_charts import plot_issue_gap
 
     def row(key, t, obs, pred, meas=_m.nan):
         return {"kind": "row", "gpu_key": key, "target": t, "observed_pct": obs, "pred_pct": pred,

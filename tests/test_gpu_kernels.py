@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from kernels.config import KERNEL_IDS, KernelConfig, variant
+from flashprof.kernels.config import KERNEL_IDS, KernelConfig, variant
 
 torch = pytest.importorskip("torch", reason="torch not installed: kernel tests need torch with CUDA (gpu extra)")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU visible: kernel correctness/sanitizer tests run on a GPU machine "
                 "(make test on the device)", allow_module_level=True)
 
-from kernels.api import InputError, load  # noqa: E402
-from profiling.correctness import check  # noqa: E402
-from profiling.workload import Shape  # noqa: E402
+from flashprof.kernels.api import InputError, load  # noqa: E402
+from flashprof.profiling.correctness import check  # noqa: E402
+from flashprof.profiling.workload import Shape  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +31,7 @@ SHAPES = [Shape(1, 512, 2), Shape(2, 1024, 3), Shape(3, 2048, 2), Shape(1, 4096,
 
 @pytest.fixture(scope="module")
 def kernels():
-    from kernels.build import build_many
+    from flashprof.kernels.build import build_many
 
     cfgs = [variant(n) for n in KERNEL_IDS]
     build_many(cfgs)
@@ -57,7 +57,7 @@ def test_broken_variant_fails_the_gate(fault):
 
 
 def test_tuned_kernel7_is_correct():
-    from kernels.config import gpu_slug
+    from flashprof.kernels.config import gpu_slug
 
     slug = gpu_slug(torch.cuda.get_device_name())
     k = load(7)  # the default entry point picks this GPU's tuned config when there is one
@@ -92,7 +92,7 @@ def test_cpp_layer_refuses_bad_seq(kernels):
     process so that a crash fails this test instead of the whole session."""
     import sys
 
-    code = ("import torch; from kernels.api import load; m = load(6).module\n"
+    code = ("import torch; from flashprof.kernels.api import load; m = load(6).module\n"
             "x = torch.randn(1, 96, 2, 128, device='cuda', dtype=torch.float16)\n"
             "print('REFUSED', m.fwd(x, x, x, torch.empty_like(x)))\n")
     r = subprocess.run([sys.executable, "-X", "faulthandler", "-c", code], capture_output=True, text=True,

@@ -1,7 +1,7 @@
-"""Which config `kernels.api.load` picks: kernel 7 is the entry tuned for the GPU it runs on
+"""Which config `flashprof.kernels.api.load` picks: kernel 7 is the entry tuned for the GPU it runs on
 when kernels/tuned.json has one, the series' config otherwise; an explicit config wins.
 The build is replaced by a recorder (no GPU here); the expected configs are read straight
-from tuned.json, not through kernels.config."""
+from tuned.json, not through flashprof.kernels.config."""
 from __future__ import annotations
 
 import json
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kernels import api, build
-from kernels.config import VARIANTS, KernelConfig
+from flashprof.kernels import api, build
+from flashprof.kernels.config import VARIANTS, KernelConfig
 
 TUNED = Path(__file__).resolve().parent.parent / "kernels" / "tuned.json"
 

@@ -3,8 +3,8 @@ a copy that crashes this Python (seen on the GPU machine) gives one clear error,
 segmentation fault of the caller."""
 import pytest
 
-from analysis import ncu_import
-from analysis.errors import ReportError
+from flashprof.analysis.report import ncu_import
+from flashprof.analysis.report.errors import ReportError
 
 
 def _fake_install(tmp_path, body: str):

@@ -11,9 +11,9 @@ import zlib
 import pandas as pd
 import pytest
 
-from analysis import parse
-from analysis.errors import FlashprofWarning, ReportError
-from analysis.parse import FRAME_COLUMNS, KEY_COLUMNS, load_frame, load_source_frame, validate_frame
+from flashprof.analysis.report import parse
+from flashprof.analysis.report.errors import FlashprofWarning, ReportError
+from flashprof.analysis.report.parse import (FRAME_COLUMNS, KEY_COLUMNS, load_frame, load_source_frame, validate_frame)
 from conftest import GEMM, KERNELS, REF, ROOT, SOL, raw_metrics, raw_opcodes, sidecar
 
 SIDECAR = {
@@ -365,7 +365,7 @@ def test_source_frame_without_source_counters():
 
 
 def test_pivot_metrics(full_frame, raw_ref, raw_cudnn):
-    from analysis.parse import pivot_metrics
+    from flashprof.analysis.report.parse import pivot_metrics
     wide = pivot_metrics(full_frame, ["gpu__time_duration.sum", "not_a_metric"])
     assert len(wide) == 2 and wide["not_a_metric"].isna().all()
     dur = wide.set_index("report")["gpu__time_duration.sum"]

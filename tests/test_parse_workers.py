@@ -11,8 +11,8 @@ import warnings
 
 import pytest
 
-from analysis.errors import FlashprofWarning, ReportError
-from analysis.parse import load_frame, load_source_frame
+from flashprof.analysis.report.errors import FlashprofWarning, ReportError
+from flashprof.analysis.report.parse import load_frame, load_source_frame
 from conftest import GEMM, ROOT, SOL
 
 CRASHERS = {
@@ -93,7 +93,7 @@ def test_cli_crash_is_one_line_exit_2(tmp_path):
 
 def test_parent_never_imports_ncu_report(tmp_path):
     code = ("import sys, warnings; warnings.simplefilter('ignore'); "
-            "from analysis.parse import load_frame, load_source_frame; "
+            "from flashprof.analysis.report.parse import load_frame, load_source_frame; "
             f"load_frame([{str(GEMM)!r}, {str(SOL)!r}], cache=False); load_source_frame({str(SOL)!r}); "
             "assert 'ncu_report' not in sys.modules, 'imported'; print('ok')")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=180,

@@ -11,11 +11,16 @@ import pytest
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from analysis import plots
-from analysis.parse import launch_identity
-from analysis.roofline import roofline
-from analysis.stalls import bank_conflicts, stalls, top_stall_lines
-from analysis.pipes import pipes
+from flashprof.analysis.charts.identity import KERNEL_ORDER, kernel_color, kernel_key, kernel_rank
+from flashprof.analysis.charts.labels import renderer as _renderer
+import matplotlib
+from flashprof.analysis.charts.bench_charts import plot_autotune
+from flashprof.analysis.charts.stall_charts import plot_bank_conflicts, plot_pipes, plot_stall_lines, plot_stalls
+from flashprof.analysis.charts.roofline_chart import plot_roofline
+from flashprof.analysis.report.parse import launch_identity
+from flashprof.analysis.stages.roofline import roofline
+from flashprof.analysis.stages.stalls import bank_conflicts, stalls, top_stall_lines
+from flashprof.analysis.stages.pipes import pipes
 
 TF = 1e12
 
@@ -42,7 +47,7 @@ def _no_nan_lines(ax):
 
 
 def test_overlay_is_loglog_with_one_series_per_kernel(roof, ident):
-    fig = plots.plot_roofline(roof, ident)
+    fig = plot_roofline(roof, ident)
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     series = _by_gid(ax, "series:")
@@ -53,13 +58,13 @@ def test_overlay_is_loglog_with_one_series_per_kernel(roof, ident):
         assert len(x) == 4 and line.get_marker() in ("None", "", None)  # points are separate markers
         want = roof[roof["report"] == report].sort_values("ai_tensor")
         assert np.allclose(x, want["ai_tensor"]) and np.allclose(np.asarray(y) * TF, want["flops_tensor"])
-        assert line.get_color() == plots.kernel_color(report) or tuple(line.get_color()) == tuple(
-            plots.matplotlib.colors.to_rgba(plots.kernel_color(report)))
+        assert line.get_color() == kernel_color(report) or tuple(line.get_color()) == tuple(
+            matplotlib.colors.to_rgba(kernel_color(report)))
     _no_nan_lines(ax)
 
 
 def test_overlay_ceilings_equal_analysis_values(roof, ident):
-    ax = plots.plot_roofline(roof, ident).axes[0]
+    ax = plot_roofline(roof, ident).axes[0]
     ceil = _by_gid(ax, "ceiling:")
     hmma = roof[roof["tensor_path"] == "hmma"]["tensor_ceiling"].max()
     wgmma = roof[roof["tensor_path"] == "hgmma"]["tensor_ceiling"].max()
@@ -80,7 +85,7 @@ def test_overlay_ceilings_equal_analysis_values(roof, ident):
 
 @pytest.mark.parametrize("report", ["ref", "cudnn"])
 def test_single_report_ridge_is_ceiling_over_bandwidth(roof, ident, report):
-    fig = plots.plot_roofline(roof, ident, [report], fp32_points=True)
+    fig = plot_roofline(roof, ident, [report], fp32_points=True)
     ax = fig.axes[0]
     assert set(_by_gid(ax, "series:")) == {f"series:{report}#0"}
     assert set(_by_gid(ax, "series-fp32:")) == {f"series-fp32:{report}#0"}
@@ -96,14 +101,14 @@ def test_single_report_ridge_is_ceiling_over_bandwidth(roof, ident, report):
 def test_roofline_skips_nan_points(roof, ident):
     broken = roof.copy()
     broken.loc[broken["level"] == "DRAM", ["ai_tensor", "ai"]] = math.nan
-    ax = plots.plot_roofline(broken, ident).axes[0]
+    ax = plot_roofline(broken, ident).axes[0]
     _no_nan_lines(ax)
     assert all(len(line.get_xdata()) == 3 for line in _by_gid(ax, "series:").values())
 
 
 def test_stall_segments_sum_to_analysis_total(full_frame, ident, roof):
     st = stalls(full_frame)
-    ax = plots.plot_stalls(st, ident, roof).axes[0]
+    ax = plot_stalls(st, ident, roof).axes[0]
     bars = _by_gid(ax, "stall:", kind=Rectangle)
     assert bars
     for report in ("ref", "cudnn"):
@@ -122,7 +127,7 @@ def test_stall_segments_sum_to_analysis_total(full_frame, ident, roof):
 
 def test_stall_lines_bars_match_samples(ref_source):
     top = top_stall_lines(ref_source, 8)
-    fig = plots.plot_stall_lines(ref_source, top, title="t")
+    fig = plot_stall_lines(ref_source, top, title="t")
     ax = fig.axes[0]
     bars = _by_gid(ax, "line:", kind=Rectangle)
     for rec in top.to_dict("records"):
@@ -133,26 +138,26 @@ def test_stall_lines_bars_match_samples(ref_source):
 
 def test_pipes_and_bank_conflicts_draw_analysis_values(full_frame, ident, roof):
     pf = pipes(full_frame)
-    ax = plots.plot_pipes(pf, ident, roof).axes[0]
+    ax = plot_pipes(pf, ident, roof).axes[0]
     assert ax.get_ylabel().startswith("%")
     tensor = pf[(pf["report"] == "ref") & (pf["name"] == "tensor")]["value"].iloc[0]
     heights = [p.get_height() for p in ax.patches if p.get_gid() == "pipe:ref#0"]
     assert heights[0] == pytest.approx(tensor)
     bk = bank_conflicts(full_frame)
-    ax = plots.plot_bank_conflicts(bk, ident, roof).axes[0]
+    ax = plot_bank_conflicts(bk, ident, roof).axes[0]
     bars = _by_gid(ax, "bank:", kind=Rectangle)
     want = bk[(bk["report"] == "cudnn") & (bk["op"] == "st")]["nway"].iloc[0]
     assert bars["bank:cudnn#0:st"].get_height() == pytest.approx(want)
 
 
 def test_kernel_identity_and_colours():
-    assert plots.kernel_key("kernel6", None) == "6"
-    assert plots.kernel_key("whatever", "3") == "3"
-    assert plots.kernel_key("ref", float("nan")) == "ref"
-    assert plots.kernel_key("kernel6_s8192_b8_h16_fp16_full", None) == "6"
-    colours = [plots.kernel_color(k) for k in plots.KERNEL_ORDER]
+    assert kernel_key("kernel6", None) == "6"
+    assert kernel_key("whatever", "3") == "3"
+    assert kernel_key("ref", float("nan")) == "ref"
+    assert kernel_key("kernel6_s8192_b8_h16_fp16_full", None) == "6"
+    colours = [kernel_color(k) for k in KERNEL_ORDER]
     assert len({str(c) for c in colours}) == len(colours)  # all distinct
-    assert sorted(["cudnn", "7", "ref", "1"], key=plots.kernel_rank) == ["1", "7", "ref", "cudnn"]
+    assert sorted(["cudnn", "7", "ref", "1"], key=kernel_rank) == ["1", "7", "ref", "cudnn"]
 
 
 def test_overlay_zoom_panel_separates_the_crowd(roof, ident):
@@ -166,7 +171,7 @@ def test_overlay_zoom_panel_separates_the_crowd(roof, ident):
         c["ai_tensor"] *= f
         copies.append(c)
     r = pd.concat([roof] + copies, ignore_index=True)
-    fig = plots.plot_roofline(r, ident)
+    fig = plot_roofline(r, ident)
     main, zoom = fig.axes[0], fig.axes[1]
     assert main.get_xscale() == "log" and main.get_yscale() == "log"
     assert zoom.get_xscale() == "log" and zoom.get_yscale() == "linear"
@@ -178,12 +183,12 @@ def test_overlay_zoom_panel_separates_the_crowd(roof, ident):
         assert np.allclose(x, mx) and np.allclose(y, my)
     _no_nan_lines(zoom)
     # no zoom for a single report
-    assert len(plots.plot_roofline(roof, ident, ["ref"]).axes) == 1
+    assert len(plot_roofline(roof, ident, ["ref"]).axes) == 1
 
 
 def test_stall_share_panel_sums_to_100(full_frame, ident, roof):
     st = stalls(full_frame)
-    ax = plots.plot_stalls(st, ident, roof).axes[1]
+    ax = plot_stalls(st, ident, roof).axes[1]
     bars = _by_gid(ax, "stallshare:", kind=Rectangle)
     for report in ("ref", "cudnn"):
         assert sum(b.get_height() for g, b in bars.items() if g.startswith(f"stallshare:{report}#0:")) == \
@@ -192,7 +197,7 @@ def test_stall_share_panel_sums_to_100(full_frame, ident, roof):
 
 def test_autotune_plot_marks_winner_seed_and_fa2():
     import json
-    from analysis import bench as B
+    from flashprof.analysis.stages import bench_tables as B
     rows = []
     for slug, br, bc, w, tf in (("a", 128, 128, 8, 330.0), ("b", 64, 64, 4, 300.0), ("c", 64, 32, 4, 250.0)):
         cfg = json.dumps({"B_r": br, "B_c": bc, "n_warps": w, "Q_mma_load_K_fragments": 0,
@@ -201,7 +206,7 @@ def test_autotune_plot_marks_winner_seed_and_fa2():
         for s in (1024, 4096):
             rows.append({"slug": slug, "seq": s, "tflops": tf, "ref_tflops": 340.0, "config": cfg})
     t = B.autotune_table(pd.DataFrame(rows))
-    fig = plots.plot_autotune(t, B.parameter_importance(t))
+    fig = plot_autotune(t, B.parameter_importance(t))
     ax = fig.axes[0]
     bars = [p for p in ax.patches if p.get_gid() == "autotune:bars"]
     assert [b.get_height() for b in bars] == pytest.approx(list(t["pct_of_ref_hm"]))
@@ -213,9 +218,9 @@ def test_autotune_plot_marks_winner_seed_and_fa2():
 
 @pytest.mark.parametrize("report", ["ref", "cudnn"])
 def test_roofline_labels_inside_axes_and_clear_of_points(roof, ident, report):
-    fig = plots.plot_roofline(roof, ident, [report], fp32_points=True)
+    fig = plot_roofline(roof, ident, [report], fp32_points=True)
     ax = fig.axes[0]
-    r = plots._renderer(fig)
+    r = _renderer(fig)
     box = ax.get_window_extent(r)
     labels = [t for t in ax.texts if (t.get_gid() or "").startswith("ceiling-label:")]
     assert {t.get_gid() for t in labels} >= {"ceiling-label:fp32", "ceiling-label:bw:DRAM", "ceiling-label:bw:L2"}
@@ -240,7 +245,7 @@ def test_stall_lines_keep_whole_instructions(ref_source):
     top = top_stall_lines(ref_source, 8)
     long = top.copy()
     long.loc[long.index[0], "sass"] = "HGMMA.64x128x16.F32 R88, R24, gdesc[UR16].tnspB, R88, gsb0, more"
-    ax = plots.plot_stall_lines(ref_source, long, title="t").axes[0]
+    ax = plot_stall_lines(ref_source, long, title="t").axes[0]
     texts = [t.get_text() for t in ax.get_yticklabels()]
     assert not any("\u2026" in t for t in texts)
     assert "gsb0, more" in texts[0].replace("\n", " ")
@@ -252,12 +257,12 @@ def test_roofline_draws_the_measured_roofs_beside_the_theoretical(roof, ident):
     import json
     from pathlib import Path
 
-    from analysis import ceilings
+    from flashprof.analysis.stages import measured_roofs as ceilings
     path = Path(__file__).resolve().parents[1] / "reports" / "h200" / "ceilings.json"
     doc = json.loads(path.read_text())
     clock = float(roof.loc[roof["report"] == "ref", "sm_clock_hz"].iloc[0])
     measured = ceilings.measured_roofs(ceilings.load(path), clock)
-    fig = plots.plot_roofline(roof, ident, ["ref"], fp32_points=True, measured=measured)
+    fig = plot_roofline(roof, ident, ["ref"], fp32_points=True, measured=measured)
     ax = fig.axes[0]
     lines = _by_gid(ax, "measured:")
     mma = next(m for m in doc["measurements"] if m["name"] == "mma_f16_f32" and m["kind"] == "throughput")
@@ -285,14 +290,14 @@ def test_each_flop_kind_lands_on_its_own_roof():
     recomputed here) under that kind's roof, which is drawn at the report's own peak."""
     import warnings
 
-    from analysis.parse import load_frame
+    from flashprof.analysis.report.parse import load_frame
     from conftest import raw_metrics
     paths = [KINDS_DIR / f"h200_{n}.ncu-rep" for n in ("hfma2_full", "dfma_full", "ffma_rooflineset")] + [DGEMM]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         frame = load_frame(paths)
     r = roofline(frame)
-    fig = plots.plot_roofline(r, launch_identity(frame), fp32_points=True)
+    fig = plot_roofline(r, launch_identity(frame), fp32_points=True)
     ax = fig.axes[0]
     roofs = _by_gid(ax, "ceiling:")
     assert {"ceiling:fp16", "ceiling:fp64", "ceiling:fp32", "ceiling:tensor:dmma"} <= set(roofs)
@@ -325,7 +330,7 @@ def test_estimated_points_are_marked(roof, ident):
     cross over each of its points and a legend entry; exact launches get none."""
     r = roof.copy()
     r.loc[r["report"] == "cudnn", "flops_provenance"] = "estimated:tensor pipe active cycles x peak"
-    fig = plots.plot_roofline(r, ident, fp32_points=True)
+    fig = plot_roofline(r, ident, fp32_points=True)
     ax = fig.axes[0]
     est = {ln.get_gid(): ln for ln in ax.lines if (ln.get_gid() or "").startswith("estimated:")}
     assert list(est) == ["estimated:cudnn#0"]
@@ -333,5 +338,5 @@ def test_estimated_points_are_marked(roof, ident):
     assert sorted(est["estimated:cudnn#0"].get_xdata()) == pytest.approx(sorted(pts["ai"]))
     texts = [t.get_text() for a in fig.axes for leg in [a.get_legend()] if leg for t in leg.get_texts()]
     assert "FLOP/s estimated" in texts
-    exact = plots.plot_roofline(roof, ident).axes[0]
+    exact = plot_roofline(roof, ident).axes[0]
     assert not [ln for ln in exact.lines if (ln.get_gid() or "").startswith("estimated:")]

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from profiling import ncu as ncu_mod
-from profiling.errors import FlashprofError
-from profiling.ncu import ROOFLINE_SECTIONS, NcuOptions, diagnose, find_ncu, ncu_command, retire, run_ncu
-from profiling.profile import check_seq, report_stem
+from flashprof.profiling import ncu as ncu_mod
+from flashprof.kernels.cli import FlashprofError
+from flashprof.profiling.ncu import (ROOFLINE_SECTIONS, NcuOptions, diagnose, find_ncu, ncu_command, retire, run_ncu)
+from flashprof.profiling.profile import check_seq, report_stem
 from test_profiling_cli import MTIME, _report  # a report + sidecar pair with a fixed mtime
 
-PROGRAM = [sys.executable, "-m", "profiling.target", "6", "--batch", "16", "--seq", "4096"]
+PROGRAM = [sys.executable, "-m", "flashprof.profiling.ncu_program", "6", "--batch", "16", "--seq", "4096"]
 
 
 def _tail(out: Path) -> list[str]:
@@ -158,7 +158,7 @@ def test_ncu_version_from_fake(fake_ncu):
 @pytest.fixture
 def fake_machine(monkeypatch):
     """Everything profile_all asks of the GPU machine, answered on the CPU."""
-    from profiling import env, targets
+    from flashprof.profiling import env, targets
 
     monkeypatch.setattr(env, "gpu_info", lambda: {"name": "NVIDIA H200", "slug": "h200", "driver": "570"})
     monkeypatch.setattr(env, "smi_clocks", lambda: {})
@@ -175,8 +175,8 @@ def _args(tmp_path, **kw):
 
 
 def test_profile_all_fake_ncu_keeps_old_report(fake_ncu, fake_machine, tmp_path, monkeypatch, capsys):
-    from profiling.profile import profile_all
-    from profiling.workload import Shape
+    from flashprof.profiling.profile import profile_all
+    from flashprof.profiling.workload import Shape
 
     monkeypatch.setenv("FAKE_NCU_MODE", "ok")
     args = _args(tmp_path)
@@ -201,8 +201,8 @@ def test_profile_all_fake_ncu_keeps_old_report(fake_ncu, fake_machine, tmp_path,
 
 @pytest.mark.parametrize("mode", ["perm", "noreport"])
 def test_profile_all_failed_ncu_leaves_reports_alone(fake_ncu, fake_machine, tmp_path, monkeypatch, mode):
-    from profiling.profile import profile_all
-    from profiling.workload import Shape
+    from flashprof.profiling.profile import profile_all
+    from flashprof.profiling.workload import Shape
 
     monkeypatch.setenv("FAKE_NCU_MODE", mode)
     args = _args(tmp_path)
@@ -216,8 +216,8 @@ def test_profile_all_failed_ncu_leaves_reports_alone(fake_ncu, fake_machine, tmp
 
 
 def test_profile_all_checks_tuned_tile_before_profiling(fake_ncu, fake_machine, tmp_path):
-    from profiling.profile import profile_all
-    from profiling.workload import Shape
+    from flashprof.profiling.profile import profile_all
+    from flashprof.profiling.workload import Shape
 
     args = _args(tmp_path)
     with pytest.raises(FlashprofError, match="largest tile"):
@@ -226,7 +226,7 @@ def test_profile_all_checks_tuned_tile_before_profiling(fake_ncu, fake_machine, 
 
 
 def test_build_progress_format(capsys):
-    from kernels.build import _progress
+    from flashprof.kernels.build import _progress
 
     _progress(3, 7, "built d128_br64 in 41.2s")
     assert capsys.readouterr().out == "[3/7] built d128_br64 in 41.2s\n"
@@ -246,8 +246,8 @@ def test_profile_all_user_target(fake_ncu, fake_machine, user_file, tmp_path, mo
     import hashlib
     import json
 
-    from profiling import profile
-    from profiling.workload import Shape
+    from flashprof.profiling import profile
+    from flashprof.profiling.workload import Shape
 
     monkeypatch.setenv("FAKE_NCU_MODE", "many")
     monkeypatch.setattr(profile, "precount", lambda *a: ["flash_fwd_kernel", "softmax_kernel", "gemm_kernel"])
@@ -259,7 +259,7 @@ def test_profile_all_user_target(fake_ncu, fake_machine, user_file, tmp_path, mo
     assert rep.read_text().startswith("NEW REPORT")
     cmd = rep.read_text().split()
     assert cmd[cmd.index("--kernel-name") + 1] == "regex:.*" and cmd[cmd.index("--launch-count") + 1] == "4"
-    i = cmd.index("profiling.target")
+    i = cmd.index("flashprof.profiling.ncu_program")
     assert cmd[i + 1:i + 3] == [spec, "--batch"]
     side = json.loads(rep.with_name("my_attn-attention_s1024_b2_h4_fp16_full.json").read_text())
     assert side["kernel"] == "my_attn-attention" and side["title"] == "my_attn-attention: Mine."
@@ -273,8 +273,8 @@ def test_profile_all_user_target(fake_ncu, fake_machine, user_file, tmp_path, mo
 def test_profile_all_user_target_over_limit_writes_nothing(fake_ncu, fake_machine, user_file, tmp_path,
                                                            monkeypatch):
     """ncu's count is the authority: 3 kernels in the range with MAX_LAUNCHES=2 is refused."""
-    from profiling import profile
-    from profiling.workload import Shape
+    from flashprof.profiling import profile
+    from flashprof.profiling.workload import Shape
 
     monkeypatch.setenv("FAKE_NCU_MODE", "many")
     monkeypatch.setattr(profile, "precount", lambda *a: None)  # the PyTorch profiler saw nothing

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from profiling import ncu as ncu_mod
-from profiling.errors import FlashprofError
-from profiling.ncu import ROOFLINE_SECTIONS, NcuOptions, diagnose, find_ncu, ncu_command, retire, run_ncu
-from profiling.profile import check_seq, report_stem
+from flashprof.profiling import ncu as ncu_mod
+from flashprof.kernels.cli import FlashprofError
+from flashprof.profiling.ncu import (ROOFLINE_SECTIONS, NcuOptions, diagnose, find_ncu, ncu_command, retire, run_ncu)
+from flashprof.profiling.profile import check_seq, report_stem
 
-PROGRAM = [sys.executable, "-m", "profiling.target", "6", "--batch", "16", "--seq", "4096"]
+PROGRAM = [sys.executable, "-m", "flashprof.profiling.ncu_program", "6", "--batch", "16", "--seq", "4096"]
 
 
 def _tail(out: Path) -> list[str]:
@@ -68,7 +68,7 @@ def test_every_option_spelled_out(tmp_path):
 
 
 def test_nvtx_filter_matches_target_range():
-    from profiling.target import NVTX_RANGE
+    from flashprof.profiling.ncu_program import NVTX_RANGE
 
     cmd = ncu_command("ncu", NcuOptions(output=Path("o"), kernel_regex="k"), [])
     i = cmd.index("--nvtx-include")

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis.errors import FlashprofWarning
-from analysis.parse import load_frame
-from analysis.recipes import evaluate
-from analysis.summary import summarize
+from flashprof.analysis.report.errors import FlashprofWarning
+from flashprof.analysis.report.parse import load_frame
+from flashprof.analysis.metrics.recipes import evaluate
+from flashprof.analysis.stages.summary import summarize
 from conftest import ROOT, raw_metrics
 
 KINDS = ROOT / "tests" / "data" / "kinds"
@@ -214,8 +214,8 @@ def test_evaluate_handles_an_empty_launch():
 
 
 def test_method_md_carries_the_recipe_table():
-    """docs/METHOD.md shows the recipe table exactly as analysis/recipes.py defines it."""
-    from analysis.recipes import markdown_table
+    """docs/METHOD.md shows the recipe table exactly as analysis/metrics/recipes.py defines it."""
+    from flashprof.analysis.metrics.recipes import markdown_table
     assert markdown_table() in (ROOT / "docs" / "METHOD.md").read_text()
 
 

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from analysis.roofline import CONVENTION, LEVELS, ROOFLINE_COLUMNS, roofline
+from flashprof.analysis.stages.roofline import CONVENTION, LEVELS, ROOFLINE_COLUMNS, roofline
 from conftest import H200, REF, raw_metrics, sidecar
 
 FA_FLOPS = 4 * 16 * 16 * 4096**2 * 128  # 4·B·H·S²·d for the profiled shape

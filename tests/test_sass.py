@@ -17,9 +17,10 @@ import warnings
 
 import pytest
 
-from kernels import sass
-from kernels.config import VARIANTS
-from kernels.toolchain import ToolchainError, find_toolchain
+from flashprof.kernels.sass import static as sass
+from flashprof.kernels.sass.command import main as sass_main
+from flashprof.kernels.config import VARIANTS
+from flashprof.kernels.toolchain import ToolchainError, find_toolchain
 
 REPO = sass.REPO
 KERNELS = sorted(VARIANTS)
@@ -185,7 +186,7 @@ def test_loop_x_trips_is_the_executed_count(reports):
     """Independent check of the loop finder against Nsight Compute: kernel 6's executed HMMA
     (sm_90) = HMMA in the loop body x KV blocks (S / B_c) x CTAs x warps per CTA; and the
     loop body x those trips accounts for nearly every executed instruction."""
-    from analysis.parse import load_frame
+    from flashprof.analysis.report.parse import load_frame
     rep = REPO / "reports" / "h200" / "kernel6.ncu-rep"
     if not rep.is_file():
         pytest.skip(f"{rep} not present")
@@ -237,7 +238,7 @@ def test_committed_data_is_fresh(reports, tuned_reports):
 
 # ------------------------------------------------------------------------ CLI
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kernels.sass", *args], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "flashprof.kernels.sass", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=600)
 
 
@@ -283,6 +284,6 @@ def test_cli_missing_toolchain(monkeypatch, capsys):
     def missing(*names):
         raise ToolchainError("CUDA tool(s) not found: nvcc; run `make setup`")
     monkeypatch.setattr(sass, "find_toolchain", missing)
-    assert sass.main(["6"]) == 2
+    assert sass_main(["6"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("sass: error: ") and "make setup" in err[0]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.summary import summarize_paths
-from profiling.ncu import ROOFLINE_SECTIONS
+from flashprof.analysis.stages.summary import summarize_paths
+from flashprof.profiling.ncu import ROOFLINE_SECTIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 FULL = ROOT / "reports/h200/kernel6.ncu-rep"

@@ -1,14 +1,14 @@
 """The GPU session's plan (pure): what runs, in which order, with which arguments."""
 import sys
 
-from profiling.session import steps
+from flashprof.profiling.session import steps
 
 
 def test_session_plan_without_tuning():
     names = [n for n, _ in steps(False, 4096, "fp16")]
     assert names == ["build", "gpu_tests", "bench", "profile"]
     plan = dict(steps(False, 2048, "bf16"))
-    assert plan["profile"] == [sys.executable, "-m", "profiling.profile", "all", "--seq", "2048", "--dtype", "bf16"]
+    assert plan["profile"] == [sys.executable, "-m", "flashprof.profiling.profile", "all", "--seq", "2048", "--dtype", "bf16"]
     assert plan["bench"][-2:] == ["--dtype", "bf16"]
 
 

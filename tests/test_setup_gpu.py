@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from profiling import setup_gpu
+from flashprof.profiling import setup_gpu
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,7 +57,7 @@ def system_venv(tmp_path_factory):
 
 
 def _setup(py: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(py), "-m", "profiling.setup_gpu", *args], cwd=ROOT,
+    return subprocess.run([str(py), "-m", "flashprof.profiling.setup_gpu", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -80,8 +80,8 @@ def test_gpu_venv_sees_parent_and_installs_from_wheels(system_venv, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "fp_carried 3.1" in r.stdout and "fp_parentpkg 2.0" in r.stdout
     assert (gpu_venv / setup_gpu.STAMP).is_file()
-    code = ("import fp_parentpkg, fp_viapth, fp_carried, kernels.config, sys; "
-            "print(fp_parentpkg.WHERE, fp_carried.__file__.startswith(sys.prefix), kernels.config.__file__)")
+    code = ("import fp_parentpkg, fp_viapth, fp_carried, flashprof.kernels.config, sys; "
+            "print(fp_parentpkg.WHERE, fp_carried.__file__.startswith(sys.prefix), flashprof.kernels.config.__file__)")
     out = subprocess.run([str(gpu_venv / "bin" / "python"), "-c", code], cwd=tmp_path,
                          capture_output=True, text=True, check=True).stdout.split()
     assert out[:3] == ["system", "venv", "True"]  # carried wheel went into the GPU venv itself
@@ -165,7 +165,7 @@ def _make_targets() -> set[str]:
 
 def test_readme_gpu_block_uses_real_targets():
     """devjobs/gpu_fresh.sh runs this block as written: it must exist and name real targets."""
-    from profiling import doctor
+    from flashprof.profiling import doctor
 
     text = (ROOT / "README.md").read_text()
     block = text.split("<!-- gpu-setup")[1].split("<!-- /gpu-setup -->")[0]

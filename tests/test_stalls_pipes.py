@@ -5,10 +5,9 @@ import warnings
 
 import pytest
 
-from analysis.pipes import ISSUE_METRIC, PIPE_METRICS, PIPE_ORDER, pipe_table, pipes
+from flashprof.analysis.stages.pipes import ISSUE_METRIC, PIPE_METRICS, PIPE_ORDER, pipe_table, pipes
 from conftest import KERNELS, raw_metrics, raw_opcodes
-from analysis.stalls import (REASON_FAMILY, STALL_FAMILIES, STALL_REASONS, bank_conflicts, stalls,
-                             top_stall_lines)
+from flashprof.analysis.stages.stalls import (REASON_FAMILY, STALL_FAMILIES, STALL_REASONS, bank_conflicts, stalls, top_stall_lines)
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +193,7 @@ def test_kernel_stall_fractions_sum_to_one(kernel_frame, k):
 
 
 def test_kernel_top_stall_lines_have_locations():
-    from analysis.parse import load_source_frame
+    from flashprof.analysis.report.parse import load_source_frame
     top = top_stall_lines(load_source_frame(KERNELS["1"]), n=5)
     assert len(top) == 5
     assert top["location"].str.contains("kernels/csrc/").all()

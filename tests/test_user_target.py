@@ -11,10 +11,10 @@ import textwrap
 
 import pytest
 
-from profiling.errors import FlashprofError
-from profiling.launches import _short, check_count, check_limit, check_regex, matching, ncu_kernels
-from profiling.targets import parse_names, resolve
-from profiling.user_target import adapt, check_output, load, parse_spec, source_info, title_of
+from flashprof.kernels.cli import FlashprofError
+from flashprof.profiling.launches import _short, check_count, check_limit, check_regex, matching, ncu_kernels
+from flashprof.profiling.targets import parse_names, resolve
+from flashprof.profiling.user_target import adapt, check_output, load, parse_spec, source_info, title_of
 
 
 # ------------------------------------------------------------------ stand-in tensors

@@ -13,9 +13,3 @@ imports: ``pipe_table`` (opcode -> pipe, GPU data files), ``work`` (work per pip
 carry-over to other GPUs), ``throughput`` (pipe times, the fitted combination, the table)
 and ``pipes_report`` (limitations, rendering, ``gap_paths``).
 """
-# The public API the CLI, figures and tests use, importable as ``analysis.gap.<name>``.
-from .pipe_table import *  # noqa: F401,F403
-from .pipe_table import HERE, REPO  # noqa: F401
-from .pipes_report import *  # noqa: F401,F403
-from .throughput import *  # noqa: F401,F403
-from .work import *  # noqa: F401,F403

@@ -1,11 +1,11 @@
 """Rank check of the issue model against the measured H200 kernel-7 sweep.
 
 For a stratified sample of the configs in ``reports/h200/autotune.csv`` (S=4096), build
-the sm_90 cubin (kernels.sass, static, no GPU), simulate its KV loop on the H200 machine
+the sm_90 cubin (flashprof.kernels.sass.static, static, no GPU), simulate its KV loop on the H200 machine
 and compare predicted with measured TFLOP/s: Spearman rank correlation, written with the
 per-config numbers to ``reports/sass/autotune_issue_model.csv``.
 
-    python -m analysis.gap.autotune_check [--n 24]
+    python -m flashprof.analysis.gap.autotune_check [--n 24]
 """
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import sys
 
 import pandas as pd
 
-from .constants import machine
-from .controls import main_loop, parse
-from .issue_report import SHAPE, kernel_time
-from .loops import LoopCode
-from .pipe_table import REPO
+from flashprof.analysis.gap.constants import machine
+from flashprof.analysis.gap.controls import main_loop, parse
+from flashprof.analysis.gap.issue_report import SHAPE, kernel_time
+from flashprof.analysis.gap.loops import LoopCode
+from flashprof.analysis.gap.pipes_model.pipe_table import REPO
 
 AUTOTUNE = REPO / "reports" / "h200" / "autotune.csv"
 OUT = REPO / "reports" / "sass" / "autotune_issue_model.csv"
@@ -33,7 +33,7 @@ def sample(n: int) -> pd.DataFrame:
 
 
 def loop_of(cfg) -> LoopCode:
-    from kernels.sass import dump_sass, log_path, pick_function, ptxas_report, compile_cubin
+    from flashprof.kernels.sass.static import dump_sass, log_path, pick_function, ptxas_report, compile_cubin
 
     cubin = compile_cubin(cfg, "sm_90")
     per_fn = parse(dump_sass(cubin))
@@ -46,7 +46,7 @@ def loop_of(cfg) -> LoopCode:
 
 
 def run(n: int) -> pd.DataFrame:
-    from kernels.config import KernelConfig
+    from flashprof.kernels.config import KernelConfig
 
     m = machine("h200_sxm")
     rows = []
@@ -64,7 +64,7 @@ def run(n: int) -> pd.DataFrame:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m analysis.gap.autotune_check")
+    p = argparse.ArgumentParser(prog="python -m flashprof.analysis.gap.autotune_check")
     p.add_argument("--n", type=int, default=24)
     ns = p.parse_args(argv)
     df = run(ns.n)

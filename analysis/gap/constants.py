@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .pipe_table import GPUS_FILE, REPO, load_gpus
+from flashprof.analysis.gap.pipes_model.pipe_table import GPUS_FILE, REPO, load_gpus
 
 CEILINGS = REPO / "reports" / "h200" / "ceilings.json"
 SUBPARTITIONS = 4  # cuda_pg_cc: 4 warp schedulers per SM

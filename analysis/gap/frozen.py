@@ -2,12 +2,12 @@
 sidecar ``issue_model.meta.json``.
 
 The model takes minutes (a cycle-level simulation per GPU, kernel and seed), so
-``python -m analysis gap`` and the figures read its last output instead of recomputing it,
+``python -m flashprof.analysis gap`` and the figures read its last output instead of recomputing it,
 as long as every input is byte-identical to what produced it. The sidecar records the
 SHA-256 of each input (the SASS loops, gpus.json, published.json, the H200 ceilings, the
 reports the H200 rows come from, the model's own code and the kernel configs that pick
 the SASS), the git revision, the date and the runtime. Any difference -> stale -> the
-caller recomputes (``python -m analysis gap --model issue --write reports/gap/``
+caller recomputes (``python -m flashprof.analysis gap --model issue --write reports/gap/``
 regenerates the files).
 """
 from __future__ import annotations
@@ -19,14 +19,14 @@ import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..errors import ReportError
-from .pipe_table import GPUS_FILE, PUBLISHED_FILE, REPO, default_reports
+from flashprof.analysis.report.errors import ReportError
+from flashprof.analysis.gap.pipes_model.pipe_table import GPUS_FILE, PUBLISHED_FILE, REPO, default_reports
 
 DIR = REPO / "reports" / "gap"
 RESULT = "issue_model.json"
 META = "issue_model.meta.json"
 _CODE = ("controls.py", "constants.py", "scheduler.py", "loops.py", "issue_report.py",
-         "pipe_table.py", "work.py")  # work.py: launch_work reads the H200 evidence
+         "pipes_model/pipe_table.py", "pipes_model/work.py")  # work.py: launch_work reads the H200 evidence
 
 
 def default_report_paths() -> list[Path]:
@@ -106,7 +106,7 @@ def _unclean(v):
 
 
 def write(recs: list[dict], folder: str | Path = DIR, runtime_s: float | None = None,
-          command: str = "python -m analysis gap --model issue --write reports/gap/") -> tuple[Path, Path]:
+          command: str = "python -m flashprof.analysis gap --model issue --write reports/gap/") -> tuple[Path, Path]:
     """Write the records and the sidecar into ``folder``; returns both paths."""
     folder = Path(folder)
     inputs = input_hashes()
@@ -134,7 +134,7 @@ def read(folder: str | Path | None = None) -> tuple[list[dict], dict]:
         meta = json.loads((folder / META).read_text())
     except FileNotFoundError as exc:
         raise ReportError(f"{exc.filename}: no committed issue-model result "
-                          "(python -m analysis gap --model issue --write reports/gap/)") from None
+                          "(python -m flashprof.analysis gap --model issue --write reports/gap/)") from None
     except (OSError, ValueError) as exc:
         raise ReportError(f"{folder / RESULT}: unreadable issue-model result ({exc})") from None
     if not isinstance(recs, list) or not isinstance(meta, dict):

@@ -16,11 +16,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .constants import FLOP_PER_HMMA, SENSITIVE, Machine, machine, occupancy
-from .controls import SassError
-from .loops import LoopCode, fa2_loop, kernel_loop
-from .scheduler import simulate
-from .pipe_table import REF, load_published
+from flashprof.analysis.gap.constants import FLOP_PER_HMMA, SENSITIVE, Machine, machine, occupancy
+from flashprof.analysis.gap.controls import SassError
+from flashprof.analysis.gap.loops import LoopCode, fa2_loop, kernel_loop
+from flashprof.analysis.gap.scheduler import simulate
+from flashprof.analysis.gap.pipes_model.pipe_table import REF, load_published
 
 SHAPE = {"batch": 16, "heads": 16, "seq": 4096}
 GPUS = {"a100_80gb": "sm_80", "rtx3090": "sm_86", "h200_sxm": "sm_90"}
@@ -212,9 +212,9 @@ def h200_evidence(frame) -> tuple[dict, dict, dict]:
     """From parsed H200 reports (load_frame long frame), keyed by (target, seq): measured SM
     cycles, tensor-active % and stall mix, and the config slug each report ran; per target
     the bank-conflict factor (from the S=4096 report)."""
-    from ..parse import per_launch
-    from ..recipes import PIPE_METRICS
-    from .work import launch_work
+    from flashprof.analysis.report.parse import per_launch
+    from flashprof.analysis.metrics.recipes import PIPE_METRICS
+    from flashprof.analysis.gap.pipes_model.work import launch_work
 
     meas, conflicts, slugs = {}, {}, {}
     if frame is None or not len(frame):
@@ -237,9 +237,9 @@ def h200_evidence(frame) -> tuple[dict, dict, dict]:
 
 
 def report(frame=None) -> list[dict]:
-    """Every record of ``python -m analysis gap --model issue``: rows, summaries,
+    """Every record of ``python -m flashprof.analysis gap --model issue``: rows, summaries,
     sensitivity (kernel 7, +-20 %), limitations."""
-    from kernels.config import variant
+    from flashprof.kernels.config import variant
 
     meas, conflicts, slugs = h200_evidence(frame)
     series = {str(k): variant(k).slug for k in range(1, 8)}
@@ -326,10 +326,10 @@ def gap_issue_paths(reports=None, cache: bool = True) -> list[dict]:
     """``report`` over report files (default: reports/h200/ at S=4096)."""
     import warnings
 
-    from ..parse import load_frame
-    from .frozen import default_report_paths
+    from flashprof.analysis.report.parse import load_frame
+    from flashprof.analysis.gap.frozen import default_report_paths
 
-    from ..errors import ReportError
+    from flashprof.analysis.report.errors import ReportError
 
     paths = list(reports) if reports else default_report_paths()
     frame = None
@@ -344,11 +344,11 @@ def gap_issue_paths(reports=None, cache: bool = True) -> list[dict]:
 
 
 def write_plot(recs: list[dict], path) -> Path:
-    from ..gap_plots import issue_gap_titles, plot_issue_gap
+    from flashprof.analysis.charts.gap_charts import issue_gap_titles, plot_issue_gap
 
     title, subtitle = issue_gap_titles(recs)
     fig = plot_issue_gap(recs, title=title, subtitle=subtitle)
-    from ..errors import ReportError
+    from flashprof.analysis.report.errors import ReportError
 
     out = Path(path)
     try:

@@ -2,8 +2,8 @@
 
 * Kernels 1-7: ``reports/sass/loops/<slug>_<arch>.sass`` -- the fp16 function's main loop
   (controls.main_loop), raw encodings included, with a header: function name, total
-  instruction count, loop span, registers, shared memory. ``python -m analysis.gap.loops``
-  regenerates them from the static builds (kernels.sass, the venv's nvcc wheel).
+  instruction count, loop span, registers, shared memory. ``python -m flashprof.analysis.gap.loops``
+  regenerates them from the static builds (flashprof.kernels.sass.static, the venv's nvcc wheel).
 * FA2: ``reports/sass/fa2/fa2_<arch>.sass`` -- the whole function PyTorch runs (header says
   where it came from); the loop is found here.
 Each ``LoopCode`` carries what the model needs besides the body: total instructions,
@@ -16,8 +16,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .controls import Inst, SassError, main_loop, parse
-from .pipe_table import REPO
+from flashprof.analysis.gap.controls import Inst, SassError, main_loop, parse
+from flashprof.analysis.gap.pipes_model.pipe_table import REPO
 
 LOOP_DIR = REPO / "reports" / "sass" / "loops"
 FA2_DIR = REPO / "reports" / "sass" / "fa2"
@@ -72,7 +72,7 @@ def fa2_loop(arch: str) -> LoopCode:
 def kernel_loop(target: str, arch: str, slug: str) -> LoopCode:
     path = LOOP_DIR / f"{slug}_{arch}.sass"
     if not path.is_file():
-        raise SassError(f"{path.relative_to(REPO)}: no loop SASS (python -m analysis.gap.loops)")
+        raise SassError(f"{path.relative_to(REPO)}: no loop SASS (python -m flashprof.analysis.gap.loops)")
     text = path.read_text()
     h = _header(text)
     body = next(iter(parse(text).values()))
@@ -82,8 +82,8 @@ def kernel_loop(target: str, arch: str, slug: str) -> LoopCode:
 
 
 def write_kernel_loops(jobs) -> list[Path]:
-    """Build (kernels.sass) and write the loop files of (KernelConfig, arch) pairs."""
-    from kernels.sass import build_many, dump_sass, ptxas_report, log_path, pick_function
+    """Build (flashprof.kernels.sass.static) and write the loop files of (KernelConfig, arch) pairs."""
+    from flashprof.kernels.sass.static import build_many, dump_sass, ptxas_report, log_path, pick_function
 
     LOOP_DIR.mkdir(parents=True, exist_ok=True)
     out = []
@@ -95,7 +95,7 @@ def write_kernel_loops(jobs) -> list[Path]:
         stats = ptxas_report(log_path(cubin))[fn]
         smem = (cfg.B_r + 2 * cfg.B_c) * cfg.d_head * 2
         lines = [f"# kernel config {cfg.slug}, {arch}, fp16: main KV loop of {fn}",
-                 "# from: python -m analysis.gap.loops (kernels.sass static build, cuobjdump -sass)",
+                 "# from: python -m flashprof.analysis.gap.loops (flashprof.kernels.sass.static static build, cuobjdump -sass)",
                  f"# total_instructions: {len(insts)}", f"# loop_span: {insts[lo].addr:#06x}-{insts[hi].addr:#06x}",
                  f"# registers: {stats.registers}", f"# smem_bytes: {smem}", f"# warps: {cfg.n_warps}",
                  f"# B_r: {cfg.B_r}", f"# B_c: {cfg.B_c}", f"Function : {fn}"]
@@ -110,7 +110,7 @@ def write_kernel_loops(jobs) -> list[Path]:
 
 
 def main(argv=None) -> int:
-    from kernels.config import variant, load_tuned
+    from flashprof.kernels.config import variant, load_tuned
 
     jobs = [(variant(k), a) for a in ("sm_80", "sm_86", "sm_90") for k in range(1, 8)]
     jobs += [(cfg, "sm_90") for cfg in load_tuned().values()]

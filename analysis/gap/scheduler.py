@@ -35,8 +35,8 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 
-from .constants import SUBPARTITIONS, Machine
-from .controls import Inst
+from flashprof.analysis.gap.constants import SUBPARTITIONS, Machine
+from flashprof.analysis.gap.controls import Inst
 
 FP32_OPS = {"FADD", "FMUL", "FFMA", "FADD32I", "FMUL32I", "FFMA32I", "FSWZADD", "HADD2",
             "HMUL2", "HFMA2"}

@@ -12,9 +12,9 @@ import hashlib
 import re
 from pathlib import Path
 
-from kernels import sass
-from kernels.nvcc import build_file, link_flags, nvcc_path
-from kernels.toolchain import find_toolchain
+from flashprof.kernels.sass import static as sass
+from flashprof.kernels.nvcc import build_file, link_flags, nvcc_path
+from flashprof.kernels.toolchain import find_toolchain
 
 SRC_DIR = Path(__file__).resolve().parent
 ENTRY = SRC_DIR / "ceilings.cu"
@@ -74,7 +74,7 @@ def build(arch: str, *, cubin: bool = False, force: bool = False) -> Path:
 
 def listing(cubin: Path) -> dict[str, list[tuple[str, str]]]:
     """(full mnemonic, operands) of every instruction, per function, predicates dropped:
-    ``HMMA.16816.F32.BF16`` stays whole, unlike kernels.sass's base-opcode histograms."""
+    ``HMMA.16816.F32.BF16`` stays whole, unlike flashprof.kernels.sass.static's base-opcode histograms."""
     out: dict[str, list[tuple[str, str]]] = {}
     cur = None
     for line in sass.dump_sass(cubin).splitlines():

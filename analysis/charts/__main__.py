@@ -1,0 +1,5 @@
+import sys
+
+from flashprof.analysis.charts.driver import main
+
+sys.exit(main())

@@ -1,0 +1,266 @@
+"""Metric recipes: every number the analysis reports, and where it comes from, in one table.
+
+Input: one launch's metrics as ``{metric name: value}`` (a row of the long frame) plus its
+``arch`` (``sm_90``) for the few estimates that need a published peak.
+Output: ``evaluate(metrics, arch)`` -> ``{quantity: Result(value, provenance, recipe)}``.
+
+Each quantity (RECIPES' keys) has an ordered tuple of recipes. The first recipe whose
+metrics are all present (and finite) wins. Order, per quantity:
+
+1. Nsight Compute's hierarchical roofline chart metrics (sections
+   ``SpeedOfLight_Hierarchical{Tensor,Single,Half,Double}RooflineChart``, 2022.x and later);
+2. the older ``SpeedOfLight_RooflineChart`` section's metrics (``derived__..._x2``,
+   ``derived__..._pipe_tensor_x512``);
+3. raw counters (``dram__bytes_read.sum + dram__bytes_write.sum``, ``lts__t_sectors.sum``,
+   ``..._pred_on.sum`` counts over the duration);
+4. labelled estimates (tensor FLOP/s from the tensor pipe's active cycles x a published peak).
+
+Provenance of a value: ``exact`` (Nsight Compute's own chart formula), ``derived`` (raw
+counters, our arithmetic), ``estimated:<from what>``; a value no recipe supports is NaN and
+the quantity is listed as missing, with COLLECT (the ``ncu`` option that collects it).
+A recipe that uses another quantity inherits the weaker provenance of the two.
+
+FLOP conventions: "ops" of ``sm__ops_path_tensor_*`` are FLOPs (dense, ``sparsity_off``;
+integer sources are not FLOPs and are left out); an FMA is 2 FLOPs; an HFMA2/HADD2/HMUL2
+thread instruction works on 2 lanes (Nsight Compute 2025's ``derived__..._hfma_pred_on_x4``;
+the older chart's ``_hfma_pred_on_x2`` counts an HFMA2 as 2 FLOPs and is kept as it is).
+"""
+from __future__ import annotations
+
+
+from flashprof.analysis.metrics.recipe_kit import (NAN, EXACT, DERIVED, TENSOR_FP16_FLOP_PER_CLK_PER_SM, SMEM_BYTES_PER_WAVEFRONT, SMEM_BYTES_PER_CLK_PER_SM, L2_BYTES_PER_CYCLE, L1_BYTES_PER_CYCLE, SECTOR_BYTES, FLOP_KINDS, Recipe, Result, _r, tensor_counters, tensor_detail, _tensor_exact, _tensor_ceiling_exact, _hmma_pct_elapsed, _tensor_estimate, _tensor_ceiling_estimate, _has_tensor_counters, _DPEAK, _per_cycle_sum, _peak, _fp_recipes, _fp_ceilings, _scaled, _over_time, _from_pct, _peak_at, _l1, _l1_ceiling, _LTS, _DRAM_PCT, _finite)  # noqa: F401 (public names re-exported)
+
+
+# --------------------------------------------------------------------------- the table
+RECIPES: dict[str, tuple[Recipe, ...]] = {
+    "duration_ns": (
+        _r(EXACT, "gpu__time_duration.sum", ("gpu__time_duration.sum",), (), _scaled("gpu__time_duration.sum", 1.0)),
+    ),
+    "sm_clock_hz": (
+        _r(EXACT, "sm__cycles_elapsed.avg.per_second", ("sm__cycles_elapsed.avg.per_second",), (),
+           _scaled("sm__cycles_elapsed.avg.per_second", 1.0)),
+        _r(EXACT, "gpc__cycles_elapsed.avg.per_second (same clock domain)", ("gpc__cycles_elapsed.avg.per_second",), (),
+           _scaled("gpc__cycles_elapsed.avg.per_second", 1.0)),
+        _r(DERIVED, "sm__cycles_elapsed.avg / duration", ("sm__cycles_elapsed.avg",), ("duration_ns",),
+           lambda c: c.m["sm__cycles_elapsed.avg"] / (c.q("duration_ns") * 1e-9)),
+        _r(DERIVED, "gpc__cycles_elapsed.max / duration (the GPCs share the SM clock)", ("gpc__cycles_elapsed.max",),
+           ("duration_ns",), lambda c: c.m["gpc__cycles_elapsed.max"] / (c.q("duration_ns") * 1e-9)),
+    ),
+    "smsp_clock_hz": (
+        _r(EXACT, "smsp__cycles_elapsed.avg.per_second", ("smsp__cycles_elapsed.avg.per_second",), (),
+           _scaled("smsp__cycles_elapsed.avg.per_second", 1.0)),
+        _r(DERIVED, "SM clock (the SMSPs run on it)", (), ("sm_clock_hz",), lambda c: c.q("sm_clock_hz")),
+    ),
+    "sm_count": (
+        _r(EXACT, "launch__sm_count", ("launch__sm_count",), (), _scaled("launch__sm_count", 1.0)),
+        _r(EXACT, "device__attribute_multiprocessor_count", ("device__attribute_multiprocessor_count",), (),
+           _scaled("device__attribute_multiprocessor_count", 1.0)),
+    ),
+    "flops_tensor": (
+        _r(EXACT, "sum of sm__ops_path_tensor_[op_<path>_]src_<type>[_dst_<type>]_sparsity_off.sum.per_cycle_elapsed"
+                  " x SM clock [hierarchical Tensor chart]", (), ("sm_clock_hz",), _tensor_exact),
+        _r(EXACT, "derived__smsp__inst_executed_pipe_tensor_x512 x smsp clock [older SpeedOfLight_RooflineChart]",
+           ("derived__smsp__inst_executed_pipe_tensor_x512",), ("smsp_clock_hz",),
+           _per_cycle_sum({"derived__smsp__inst_executed_pipe_tensor_x512": 1})),
+        _r("estimated:tensor pipe active cycles x published dense FP16 peak",
+           "HMMA pipe active % of elapsed cycles / 100 x dense FP16 FLOP/clk/SM x SMs x SM clock", (), ("sm_clock_hz", "sm_count"), _tensor_estimate),
+    ),
+    "tensor_ceiling": (
+        _r(EXACT, "the busiest tensor counter's .sum.peak_sustained x SM clock", (), ("sm_clock_hz",),
+           _tensor_ceiling_exact),
+        _r(EXACT, "derived__sm__inst_executed_pipe_tensor_x512 x SM clock",
+           ("derived__sm__inst_executed_pipe_tensor_x512",), ("sm_clock_hz",),
+           _peak("derived__sm__inst_executed_pipe_tensor_x512", 1.0)),
+        _r("estimated:published dense FP16 peak", "FP16 FLOP/clk/SM x SMs x SM clock", (),
+           ("sm_clock_hz", "sm_count"), _tensor_ceiling_estimate),
+    ),
+    "flops_fp32": _fp_recipes("fp32", "fadd", "fmul", "ffma", 1.0),
+    "fp32_ceiling": _fp_ceilings("ffma", 1.0, "ffma_pred_on_x2"),
+    "flops_fp16": _fp_recipes("fp16", "hadd", "hmul", "hfma", 2.0),
+    "fp16_ceiling": _fp_ceilings("hfma", 2.0, "hfma_pred_on_x4")
+    + (_r(EXACT, "derived__sm__..._hfma_pred_on_x2 x SM clock [older chart]", (_DPEAK.format("hfma_pred_on_x2"),),
+          ("sm_clock_hz",), _peak(_DPEAK.format("hfma_pred_on_x2"), 1.0)),),
+    "flops_fp64": _fp_recipes("fp64", "dadd", "dmul", "dfma", 1.0),
+    "fp64_ceiling": _fp_ceilings("dfma", 1.0, "dfma_pred_on_x2"),
+    # sm_90 names the L1 writeback _lgds (it counts distributed shared memory too), sm_75-8.9
+    # _lg: every exact recipe of both before the derived ones.
+    "bytes_l1": _l1("lgds")[:2] + _l1("lg")[:2] + _l1("lgds")[2:] + _l1("lg")[2:],
+    "l1_ceiling": _l1_ceiling("lgds")[:2] + _l1_ceiling("lg")[:2] + _l1_ceiling("lgds")[2:] + _l1_ceiling("lg")[2:],
+    "bytes_l2": (
+        _r(EXACT, f"32 B x {_LTS}.per_second", (f"{_LTS}.per_second",), (), _scaled(f"{_LTS}.per_second", L2_BYTES_PER_CYCLE)),
+        _r(EXACT, "derived__lts__lts2xbar_bytes.sum.per_second", ("derived__lts__lts2xbar_bytes.sum.per_second",), (),
+           _scaled("derived__lts__lts2xbar_bytes.sum.per_second", 1.0)),
+        _r(DERIVED, "lts__t_bytes.sum.per_second (all L2 traffic)", ("lts__t_bytes.sum.per_second",), (),
+           _scaled("lts__t_bytes.sum.per_second", 1.0)),
+        _r(DERIVED, "32 B x lts__t_sectors.sum / duration (all L2 traffic)", ("lts__t_sectors.sum",), ("duration_ns",),
+           _over_time(("lts__t_sectors.sum",), SECTOR_BYTES)),
+    ),
+    "l2_ceiling": (
+        _r(EXACT, f"32 B x {_LTS}.peak_sustained x L2 clock",
+           (f"{_LTS}.peak_sustained", "lts__cycles_elapsed.avg.per_second"), (),
+           _peak_at(f"{_LTS}.peak_sustained", L2_BYTES_PER_CYCLE, "lts__cycles_elapsed.avg.per_second")),
+        _r(DERIVED, "32 B x lts__t_sectors.sum.per_second / (lts__t_sectors.sum.pct_of_peak_sustained_elapsed / 100)",
+           ("lts__t_sectors.sum.per_second", "lts__t_sectors.sum.pct_of_peak_sustained_elapsed"), (),
+           _from_pct(("lts__t_sectors.sum.per_second", SECTOR_BYTES), "lts__t_sectors.sum.pct_of_peak_sustained_elapsed")),
+    ),
+    "bytes_dram": (
+        _r(EXACT, "dram__bytes.sum.per_second", ("dram__bytes.sum.per_second",), (), _scaled("dram__bytes.sum.per_second", 1.0)),
+        _r(DERIVED, "(dram__bytes_read.sum + dram__bytes_write.sum) / duration",
+           ("dram__bytes_read.sum", "dram__bytes_write.sum"), ("duration_ns",),
+           _over_time(("dram__bytes_read.sum", "dram__bytes_write.sum"))),
+        _r(DERIVED, "32 B x (dram__sectors_read.sum + dram__sectors_write.sum) / duration",
+           ("dram__sectors_read.sum", "dram__sectors_write.sum"), ("duration_ns",),
+           _over_time(("dram__sectors_read.sum", "dram__sectors_write.sum"), SECTOR_BYTES)),
+    ),
+    "dram_ceiling": (
+        _r(EXACT, "dram__bytes.sum.peak_sustained x DRAM clock",
+           ("dram__bytes.sum.peak_sustained", "dram__cycles_elapsed.avg.per_second"), (),
+           _peak_at("dram__bytes.sum.peak_sustained", 1.0, "dram__cycles_elapsed.avg.per_second")),
+        _r(DERIVED, f"dram__bytes_read.sum.per_second / ({_DRAM_PCT} / 100)",
+           ("dram__bytes_read.sum.per_second", _DRAM_PCT), (),
+           _from_pct(("dram__bytes_read.sum.per_second", 1.0), _DRAM_PCT)),
+    ),
+    "bytes_smem": (
+        _r(DERIVED, "128 B x l1tex__data_pipe_lsu_wavefronts_mem_shared.sum / duration [flashprof-smem-wavefronts]",
+           ("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",), ("duration_ns",),
+           _over_time(("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",), SMEM_BYTES_PER_WAVEFRONT)),
+    ),
+    "smem_ceiling": (
+        _r(DERIVED, "128 B/clk/SM x SMs x SM clock", (), ("sm_count", "sm_clock_hz"),
+           lambda c: SMEM_BYTES_PER_CLK_PER_SM * c.q("sm_count") * c.q("sm_clock_hz")),
+    ),
+}
+
+# Pipe utilisation (% of peak sustained active) and issue activity: first metric present
+# wins; the first alternative is Compute Workload Analysis' own, later ones are labelled.
+PIPE_METRICS: dict[str, tuple[str, ...]] = {
+    "tensor": ("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+               "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"),
+    "fma": ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+            "sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active"),
+    "alu": ("sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active",
+            "sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active"),
+    "xu": ("sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active",),
+    "lsu": ("sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",),
+    "uniform": ("sm__inst_executed_pipe_uniform.avg.pct_of_peak_sustained_active",),
+    "fp64": ("sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active",),
+    "tma": ("sm__pipe_tma_cycles_active.avg.pct_of_peak_sustained_active",),
+}
+ISSUE_METRIC = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+STALL_PREFIX, STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
+BANK_METRIC = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
+
+# The ncu option that collects each quantity's first recipe (what a user should add).
+COLLECT: dict[str, str] = {
+    "duration_ns": "--section SpeedOfLight", "sm_clock_hz": "--section SpeedOfLight",
+    "flops_tensor": "--section SpeedOfLight_HierarchicalTensorRooflineChart",
+    "flops_fp32": "--section SpeedOfLight_HierarchicalSingleRooflineChart",
+    "flops_fp16": "--section SpeedOfLight_HierarchicalHalfRooflineChart",
+    "flops_fp64": "--section SpeedOfLight_HierarchicalDoubleRooflineChart",
+    "bytes_l1": "--section SpeedOfLight_HierarchicalSingleRooflineChart",
+    "bytes_l2": "--section SpeedOfLight_HierarchicalSingleRooflineChart",
+    "bytes_dram": "--section SpeedOfLight_HierarchicalSingleRooflineChart",
+    "bytes_smem": "--section MemoryWorkloadAnalysis_Tables",
+    "pipes": "--section ComputeWorkloadAnalysis", "issue_active": "--section SchedulerStats",
+    "stalls": "--section WarpStateStats", "bank_conflicts": "--section MemoryWorkloadAnalysis_Tables",
+}
+LABELS: dict[str, str] = {
+    "duration_ns": "duration", "sm_clock_hz": "SM clock", "flops_tensor": "tensor FLOP/s",
+    "flops_fp32": "FP32 FLOP/s", "flops_fp16": "FP16 FLOP/s", "flops_fp64": "FP64 FLOP/s",
+    "bytes_l1": "L1 bytes/s", "bytes_l2": "L2 bytes/s", "bytes_dram": "DRAM bytes/s",
+    "bytes_smem": "shared-memory bytes/s", "pipes": "pipe utilisation", "issue_active": "issue activity",
+    "stalls": "stall reasons", "bank_conflicts": "bank conflicts",
+}
+# Quantities a launch should have; the rest (ceilings, clocks) follow from the same sections.
+EXPECTED = ("duration_ns", "sm_clock_hz", "flops_tensor", "flops_fp32", "flops_fp16", "flops_fp64",
+            "bytes_l1", "bytes_l2", "bytes_dram", "bytes_smem", "pipes", "issue_active", "stalls",
+            "bank_conflicts")
+
+
+# --------------------------------------------------------------------------- evaluation
+_RANK = {EXACT: 0, DERIVED: 1}
+
+
+def _weaker(a: str, b: str) -> str:
+    return max((a, b), key=lambda p: _RANK.get(p, 2))
+
+
+class _Ctx:
+    def __init__(self, m: dict, arch):
+        self.m = {k: float(v) for k, v in m.items() if _finite(v)}
+        self.arch = arch
+        self.done: dict[str, Result] = {}
+
+    def first(self, *names: str) -> float:
+        return next((self.m[n] for n in names if n in self.m), NAN)
+
+    def q(self, name: str) -> float:
+        return self.get(name).value
+
+    def get(self, name: str) -> Result:
+        if name not in self.done:
+            self.done[name] = Result(NAN, None, None)  # guards against cycles
+            self.done[name] = self._solve(name)
+        return self.done[name]
+
+    def _solve(self, name: str) -> Result:
+        for recipe in RECIPES[name]:
+            if any(n not in self.m for n in recipe.metrics):
+                continue
+            if name.startswith(("flops_tensor", "tensor_ceiling")) and recipe.compute in (
+                    _tensor_exact, _tensor_ceiling_exact) and not _has_tensor_counters(self.m):
+                continue
+            if recipe.compute is _tensor_estimate and not _finite(_hmma_pct_elapsed(self)):
+                continue
+            deps = [self.get(u) for u in recipe.uses]
+            if any(d.provenance is None for d in deps):
+                continue
+            value = recipe.compute(self)
+            if not _finite(value):
+                continue
+            prov = recipe.provenance
+            for d in deps:
+                prov = _weaker(prov, d.provenance)
+            return Result(float(value), prov, recipe.formula)
+        return Result(NAN, None, None)
+
+
+def evaluate(m: dict, arch=None) -> dict[str, Result]:
+    """Every quantity of RECIPES for one launch's metrics."""
+    ctx = _Ctx(m, arch)
+    return {name: ctx.get(name) for name in RECIPES}
+
+
+def missing(m: dict, results: dict[str, Result]) -> list[str]:
+    """EXPECTED quantities this launch's metrics cannot support."""
+    have = set(m)
+    out = []
+    for q in EXPECTED:
+        if q in results:
+            ok = results[q].provenance is not None
+        elif q == "pipes":
+            ok = any(a in have for alts in PIPE_METRICS.values() for a in alts)
+        elif q == "issue_active":
+            ok = ISSUE_METRIC in have
+        elif q == "stalls":
+            ok = any(n.startswith(STALL_PREFIX) and n.endswith(STALL_SUFFIX) for n in have)
+        else:
+            ok = BANK_METRIC in have
+        if not ok:
+            out.append(q)
+    return out
+
+
+def collect_hint(quantities) -> str:
+    """The ncu options, de-duplicated in table order, that would collect ``quantities``."""
+    return " ".join(dict.fromkeys(COLLECT[q] for q in quantities if q in COLLECT))
+
+
+def markdown_table() -> str:
+    """RECIPES as the Markdown table docs/METHOD.md carries (a test keeps the two equal)."""
+    lines = ["| quantity | # | provenance | recipe |", "|---|---|---|---|"]
+    for q, rs in RECIPES.items():
+        for i, r in enumerate(rs, 1):
+            formula = r.formula.replace("|", "\\|")
+            lines.append(f"| `{q}` | {i} | {r.provenance} | {formula} |")
+    return "\n".join(lines)

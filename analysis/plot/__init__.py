@@ -1,1 +1,0 @@
-"""Plot helpers shared by the chart functions in ``analysis.plots`` (style, labels)."""

@@ -1,0 +1,229 @@
+"""Worker side of the parse stage: the ONLY module that opens reports with ``ncu_report``.
+
+Runs in a child process (``flashprof.analysis.report.ncu_extract.main``: ``long REPORT OUT [SOURCE_PREFIX]`` or
+``source REPORT OUT STEM LAUNCH``),
+started by ``flashprof.analysis.report.parse``; Nsight Compute's compiled reader can crash the interpreter
+(SIGSEGV), and then only this child dies.
+
+Input: one ``.ncu-rep`` (the parent already checked the file signature) and, for ``long``,
+the sidecar identity as JSON on stdin.
+Output: the long frame (``long``) or the per-PC frame of one launch (``source``) written to
+OUT (parquet if OUT ends in .parquet, else a pickle); exit 0. A report ncu_report cannot use: its message on stderr, exit 3.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from flashprof.kernels.common import write_atomic
+
+from flashprof.analysis.report.errors import ReportError
+from flashprof.analysis.report.ncu_import import ncu_report
+
+EXIT_REPORT_ERROR = 3
+IDENTITY_COLUMNS = (
+    "report", "path", "gpu", "arch", "kernel", "kernel_full", "range_idx", "launch",
+    "variant", "title", "batch", "seq", "heads", "d_head", "dtype",
+)
+FRAME_COLUMNS = IDENTITY_COLUMNS + ("metric", "unit", "value")
+SHAPE_FIELDS = ("batch", "seq", "heads", "d_head")
+_PCSAMP_PREFIX = "smsp__pcsamp_warps_issue_stalled_"
+# PC sampling spells one reason differently from the per-issue stall ratios.
+_PCSAMP_RENAME = {"no_instructions": "no_instruction"}
+
+
+def open_report(path: Path):
+    """Load one report, raising ReportError for anything that is not a usable report."""
+    try:
+        report = ncu_report().load_report(str(path))
+    except ReportError:
+        raise
+    except Exception as exc:  # the SWIG layer raises assorted types
+        raise ReportError(f"{path}: cannot be read by ncu_report: {exc}") from None
+    # A truncated or corrupt file loads without error but has no ranges.
+    if report.num_ranges() == 0:
+        raise ReportError(f"{path}: contains no profiled ranges (truncated or corrupt report?)")
+    if sum(report.range_by_idx(i).num_actions() for i in range(report.num_ranges())) == 0:
+        raise ReportError(f"{path}: contains no profiled kernel launches")
+    return report
+
+
+def _iter_actions(report):
+    """Yield (range_idx, launch, action); launch counts actions across all ranges."""
+    launch = 0
+    for r in range(report.num_ranges()):
+        rng = report.range_by_idx(r)
+        for j in range(rng.num_actions()):
+            yield r, launch, rng.action_by_idx(j)
+            launch += 1
+
+
+def short_name(action) -> str:
+    # NameBase_FUNCTION drops namespaces and template arguments: "flash_fwd_kernel".
+    try:
+        return action.name(action.NameBase_FUNCTION)
+    except Exception:
+        return action.name()
+
+
+def extract(path: Path, stem: str, ident_side: dict) -> pd.DataFrame:
+    """Read one report into the long frame (numeric metrics, name-keyed instances)."""
+    report = open_report(path)
+    nr = ncu_report()
+    numeric = {nr.IMetric.ValueKind_DOUBLE, nr.IMetric.ValueKind_FLOAT,
+               nr.IMetric.ValueKind_UINT32, nr.IMetric.ValueKind_UINT64}
+    string_kind = nr.IMetric.ValueKind_STRING
+    cols: dict[str, list] = {c: [] for c in FRAME_COLUMNS}
+    for range_idx, launch, action in _iter_actions(report):
+        def text(name: str):
+            m = action.metric_by_name(name)
+            return None if m is None else m.value()
+
+        major, minor = text("device__attribute_compute_capability_major"), text(
+            "device__attribute_compute_capability_minor")
+        ident = {
+            "report": stem, "path": str(path), "gpu": text("device__attribute_display_name"),
+            "arch": f"sm_{major}{minor}" if major is not None and minor is not None else None,
+            "kernel": short_name(action), "kernel_full": action.name(action.NameBase_DEMANGLED),
+            "range_idx": range_idx, "launch": launch, **ident_side,
+        }
+        names, units, values = [], [], []
+        for name in action.metric_names():
+            m = action.metric_by_name(name)
+            if m is None:
+                continue
+            if m.kind() in numeric:
+                v = m.value()  # for instanced metrics: the aggregate over instances
+                if v is not None:
+                    names.append(name)
+                    units.append(m.unit())
+                    values.append(float(v))
+            # Instances keyed by a name (opcode, opcode category) are an instruction mix:
+            # small and useful, so they join the long frame as metric[key].
+            n_inst = m.num_instances()
+            if n_inst > 1 and m.has_correlation_ids():
+                ids = m.correlation_ids()
+                if ids.kind() == string_kind:
+                    unit = m.unit()
+                    for i in range(n_inst):
+                        v = m.value(i)
+                        if isinstance(v, (int, float)):
+                            names.append(f"{name}[{ids.value(i)}]")
+                            units.append(unit)
+                            values.append(float(v))
+        n = len(names)
+        for c in IDENTITY_COLUMNS:
+            cols[c].extend([ident[c]] * n)
+        cols["metric"].extend(names)
+        cols["unit"].extend(units)
+        cols["value"].extend(values)
+    return normalise_dtypes(pd.DataFrame(cols, columns=list(FRAME_COLUMNS)))
+
+
+def normalise_dtypes(frame: pd.DataFrame) -> pd.DataFrame:
+    # Identity columns without a sidecar are missing values (NaN), not None objects.
+    for c in ("variant", "title", "dtype", "gpu", "arch"):
+        frame[c] = frame[c].astype("str")
+    frame["range_idx"] = frame["range_idx"].astype("int64")
+    frame["launch"] = frame["launch"].astype("int64")
+    for c in SHAPE_FIELDS + ("value",):
+        frame[c] = frame[c].astype("float64")
+    return frame
+
+
+def source(path: Path, stem: str, launch: int, report=None) -> pd.DataFrame:
+    """Per-SASS-instruction frame of one launch (see flashprof.analysis.report.parse.load_source_frame)."""
+    report = report if report is not None else open_report(path)
+    action = next((act for _r, idx, act in _iter_actions(report) if idx == launch), None)
+    if action is None:
+        raise ReportError(f"{path}: has no launch {launch}")
+    columns: dict[str, dict[int, float]] = {}
+
+    def take(metric_name: str, column: str) -> None:
+        m = action.metric_by_name(metric_name)
+        if m is None or not m.has_correlation_ids() or m.num_instances() < 1:
+            return
+        ids = m.correlation_ids()
+        columns[column] = {int(ids.value(i)): float(m.value(i) or 0) for i in range(m.num_instances())}
+
+    take("inst_executed", "inst_executed")
+    take("smsp__pcsamp_sample_count", "samples")
+    for name in sorted(action.metric_names()):
+        if name.startswith(_PCSAMP_PREFIX):
+            reason = name[len(_PCSAMP_PREFIX):]
+            suffix = ""
+            if reason.endswith("_not_issued"):
+                reason, suffix = reason[: -len("_not_issued")], "_not_issued"
+            reason = _PCSAMP_RENAME.get(reason, reason)
+            take(name, f"stall_{reason}{suffix}")
+
+    pcs = sorted(set().union(*[c.keys() for c in columns.values()])) if columns else []
+    frame = pd.DataFrame({"pc": pd.Series(pcs, dtype="int64")})
+    for col, vals in columns.items():
+        frame[col] = [vals.get(pc, 0.0) for pc in pcs]
+    sass, files, lines = [], [], []
+    for pc in pcs:
+        sass.append((action.sass_by_pc(pc) or "").strip())
+        info = action.source_info(pc)
+        files.append(info.file_name() if info is not None else "")
+        lines.append(float(info.line()) if info is not None else math.nan)
+    frame.insert(0, "report", stem)
+    frame.insert(1, "launch", launch)
+    frame.insert(2, "function", short_name(action))
+    base = pcs[0] if pcs else 0
+    frame.insert(4, "pc_offset", [pc - base for pc in pcs])
+    frame.insert(5, "sass", sass)
+    frame.insert(6, "file", files)
+    frame.insert(7, "line", pd.Series(lines, dtype="float64"))
+    return frame
+
+
+# With the report open anyway, the per-PC frames of a report with PC sampling and at most
+# this many launches (flashprof's own reports have one) go to the cache as well: drawing
+# the stall-line figures then starts no second worker.
+PREFETCH_MAX_LAUNCHES = 4
+
+
+def _write(frame: pd.DataFrame, out: Path) -> None:
+    """Atomic: a concurrent reader never sees half a file."""
+    if out.suffix == ".parquet":
+        write_atomic(out, lambda tmp: frame.to_parquet(tmp, index=False))
+    else:
+        write_atomic(out, lambda tmp: frame.to_pickle(tmp, compression=None))
+
+
+def _prefetch_sources(path: Path, stem: str, frame: pd.DataFrame, prefix: str) -> None:
+    launches = sorted(frame["launch"].unique())
+    if len(launches) > PREFETCH_MAX_LAUNCHES or not (frame["metric"] == "smsp__pcsamp_sample_count").any():
+        return
+    report = open_report(path)
+    for launch in launches:
+        _write(source(path, stem, int(launch), report), Path(f"{prefix}{launch}.pkl"))
+
+
+def main(argv: list[str]) -> int:
+    mode, path, out = argv[0], Path(argv[1]), Path(argv[2])
+    try:
+        if mode == "long":
+            side = json.loads(sys.stdin.read() or "{}")
+            stem = side.pop("__stem__")
+            frame = extract(path, stem, side)
+            if len(argv) > 3:
+                _prefetch_sources(path, stem, frame, argv[3])
+        else:
+            frame = source(path, argv[3], int(argv[4]))
+    except ReportError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_REPORT_ERROR
+    # The long frame goes straight into the parse cache (parquet) when the parent asks for
+    # it; otherwise (no cache, no pyarrow) a pickle the parent reads once and deletes.
+    _write(frame, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

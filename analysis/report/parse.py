@@ -1,0 +1,377 @@
+"""Parse stage: Nsight Compute reports -> one tidy long DataFrame (no arithmetic here).
+
+Input: ``.ncu-rep`` files (any section set, any GPU, any Nsight Compute version), each
+optionally with a sidecar JSON of the same stem written by the profiling stage (kernel
+variant, shape, dtype, ...).
+
+Output:
+* ``load_frame(paths)``: one row per (report, launch, metric) with identity columns
+  (IDENTITY_COLUMNS) and ``metric, unit, value``; numeric metrics only. Instanced
+  metrics whose instances are keyed by a name (e.g. ``sass__inst_executed_per_opcode``)
+  also appear once per key as ``metric[key]``. Per-PC instanced metrics are not in this
+  frame: ``load_source_frame`` gives them, one row per SASS instruction.
+* Crash isolation: this process never imports ``ncu_report``. Each report is read by a
+  worker process (``flashprof.analysis.report.ncu_extract``; up to one per CPU core at a time, one report
+  per worker) that writes the long frame into the cache. A worker killed by a signal
+  (Nsight Compute's bundled reader has segfaulted under Python 3.12) becomes one
+  ReportError naming the report, the signal and the fix; the report is never touched.
+* A parquet cache under the user cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``,
+  then ``flashprof/<stem>.<sha1>.parquet``), keyed by the content hash of the report, its
+  sidecar and the frame version, so a re-profiled report is never served stale and a
+  read-only report folder works. Without pyarrow (or a writable cache directory) frames
+  travel through a temporary pickle instead.
+
+Analysis stages (roofline, pipes, stalls, summary) only ever see the long frame.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import warnings
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pandas as pd
+
+from flashprof.analysis.metrics import recipes
+from flashprof.analysis.report.errors import FlashprofWarning, ReportError
+from flashprof.analysis.report.ncu_extract import (EXIT_REPORT_ERROR, FRAME_COLUMNS, IDENTITY_COLUMNS, SHAPE_FIELDS, normalise_dtypes)
+
+REPORT_SUFFIX = ".ncu-rep"
+CACHE_APP = "flashprof"
+# Bump when the layout of the extracted frame changes: old cache files then miss.
+_CACHE_VERSION = b"flashprof-long-frame-v2"
+_MAGIC = b"NVR\x00"  # first bytes of every .ncu-rep written by Nsight Compute
+KEY_COLUMNS = ("report", "range_idx", "launch", "metric")
+__all__ = ["FRAME_COLUMNS", "IDENTITY_COLUMNS", "KEY_COLUMNS", "SHAPE_FIELDS", "load_frame",
+           "load_source_frame", "validate_frame", "cache_file", "cache_dir"]
+_FIX = ("install the PyPI wheel (pip install ncu-report; on a machine without a registry, "
+        "carry its wheel) instead of Nsight Compute's bundled copy")
+
+
+def _check_file(path: Path) -> None:
+    if not path.exists():
+        raise ReportError(f"{path}: no such file")
+    if path.is_dir():
+        raise ReportError(f"{path}: is a directory, not a report file")
+    if path.stat().st_size == 0:
+        raise ReportError(f"{path}: empty file")
+    with open(path, "rb") as f:
+        head = f.read(len(_MAGIC))
+    if head != _MAGIC:
+        raise ReportError(f"{path}: not an Nsight Compute report (bad file signature)")
+
+
+# --------------------------------------------------------------------------- sidecar
+def sidecar_path(path: Path) -> Path:
+    return path.with_name(_stem(path) + ".json")
+
+
+def _stem(path: Path) -> str:
+    name = path.name
+    return name[: -len(REPORT_SUFFIX)] if name.endswith(REPORT_SUFFIX) else path.stem
+
+
+def _read_sidecar(path: Path) -> dict:
+    side = sidecar_path(path)
+    if not side.is_file():
+        return {}
+    try:
+        data = json.loads(side.read_text())
+    except (OSError, ValueError) as exc:
+        raise ReportError(f"{side}: unreadable sidecar JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ReportError(f"{side}: sidecar JSON must be an object")
+    return data
+
+
+def _identity_from_sidecar(data: dict) -> dict:
+    shape = data.get("shape") or {}
+    ident = {
+        "variant": None if data.get("kernel") is None else str(data["kernel"]),
+        "title": data.get("title"),
+        "dtype": data.get("dtype"),
+    }
+    for field in SHAPE_FIELDS:
+        v = shape.get(field)
+        ident[field] = float(v) if isinstance(v, (int, float)) else math.nan
+    return ident
+
+
+# --------------------------------------------------------------------------- cache
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/flashprof`` (an absolute XDG_CACHE_HOME only, as the XDG spec
+    says), else ``~/.cache/flashprof``. Never created here."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
+    return root / CACHE_APP
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha1(_CACHE_VERSION)
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    side = sidecar_path(path)
+    if side.is_file():  # a corrected sidecar must invalidate the cached identity columns
+        h.update(b"\0sidecar\0")
+        h.update(side.read_bytes())
+    return h.hexdigest()
+
+
+def _have_pyarrow() -> bool:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def cache_file(path: str | os.PathLike) -> Path:
+    path = Path(path)
+    return cache_dir() / f"{_stem(path)}.{_digest(path)}.parquet"
+
+
+def _source_prefix(target: Path) -> str:
+    """Per-PC frames of a cached report: ``<stem>.<sha1>.src<launch>.pkl`` beside it."""
+    return str(target)[: -len(".parquet")] + ".src"
+
+
+def _read_cached(target: Path) -> pd.DataFrame | None:
+    if not target.is_file():
+        return None
+    try:
+        return normalise_dtypes(pd.read_parquet(target))
+    except Exception:
+        return None  # a damaged cache file is simply re-parsed and overwritten
+
+
+def _usable_cache(target: Path) -> bool:
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return os.access(target.parent, os.W_OK)
+    except OSError:
+        return False
+
+
+# --------------------------------------------------------------------------- workers
+def _worker_env() -> dict:
+    """The worker imports this same analysis package: its parent folder goes first on
+    PYTHONPATH (anything the caller put there stays, after it)."""
+    env = dict(os.environ)
+    import flashprof
+    here = str(Path(flashprof.__file__).resolve().parents[1])  # the folder holding flashprof/
+    env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
+
+
+def _signal_name(rc: int) -> str:
+    try:
+        return f"signal {-rc}, {signal.Signals(-rc).name}"
+    except ValueError:
+        return f"signal {-rc}"
+
+
+def _run_worker(args: list[str], path: Path, stdin: str = "") -> None:
+    """Run one worker; raise ReportError (one line) for anything but success."""
+    cmd = [sys.executable, "-c", "import sys; from flashprof.analysis.report.ncu_extract import main; sys.exit(main(sys.argv[1:]))",
+           *args]
+    try:
+        r = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=_worker_env())
+    except OSError as exc:
+        raise ReportError(f"{path}: could not start the report reader: {exc}") from None
+    if r.returncode == 0:
+        return
+    last = (r.stderr.strip().splitlines() or [""])[-1].strip()
+    if r.returncode < 0:
+        raise ReportError(f"{path}: ncu_report crashed while reading it ({_signal_name(r.returncode)}); "
+                          f"the report is kept; fix: {_FIX}")
+    if r.returncode == EXIT_REPORT_ERROR:
+        raise ReportError(last or f"{path}: cannot be read by ncu_report")
+    raise ReportError(f"{path}: the report reader failed (exit {r.returncode}): {last}")
+
+
+def _extract_many(jobs: list[tuple[Path, dict, Path]]) -> list[ReportError | None]:
+    """[(report, sidecar identity, output file)] -> one error (or None) per job, in order.
+    Reports run concurrently, one worker process each, at most one per CPU core."""
+    def one(job):
+        path, ident, out = job
+        extra = [_source_prefix(out)] if out.suffix == ".parquet" else []
+        try:
+            _run_worker(["long", str(path), str(out), *extra], path, json.dumps(ident))
+        except ReportError as exc:
+            return exc
+        return None
+
+    if len(jobs) == 1:
+        return [one(jobs[0])]
+    with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), os.cpu_count() or 1))) as pool:
+        return list(pool.map(one, jobs))
+
+
+def _load_many(plist: list[Path], cache: bool) -> list[pd.DataFrame]:
+    for p in plist:
+        _check_file(p)
+    use_cache = cache and _have_pyarrow()
+    frames: list[pd.DataFrame | None] = [None] * len(plist)
+    jobs, slots = [], []
+    with tempfile.TemporaryDirectory(prefix="flashprof-") as tmp:
+        for i, p in enumerate(plist):
+            ident = {"__stem__": _stem(p), **_identity_from_sidecar(_read_sidecar(p))}
+            target = cache_file(p) if use_cache else None
+            if target is not None:
+                frames[i] = _read_cached(target)
+                if frames[i] is not None:
+                    continue
+                if not _usable_cache(target):
+                    target = None  # read-only home or full disk: no cache, still works
+            out = target if target is not None else Path(tmp) / f"{i}.pkl"
+            jobs.append((p, ident, out))
+            slots.append(i)
+        errors = _extract_many(jobs)
+        bad = [str(e) for e in errors if e is not None]
+        if bad:
+            raise ReportError("; ".join(bad))
+        for i, (_p, _ident, out) in zip(slots, jobs):
+            frame = pd.read_parquet(out) if out.suffix == ".parquet" else pd.read_pickle(out)
+            frames[i] = normalise_dtypes(frame)
+    for f, p in zip(frames, plist):
+        f["path"] = str(p)  # the cache may have been written via another spelling
+    return frames  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------- public
+def _as_paths(paths) -> list[Path]:
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    if not isinstance(paths, Iterable):
+        raise TypeError("paths must be a path or an iterable of paths")
+    out, seen = [], set()
+    for p in paths:
+        p = Path(p)
+        key = os.path.realpath(p)
+        if key not in seen:  # the same file twice would break key uniqueness
+            seen.add(key)
+            out.append(p)
+    if not out:
+        raise ReportError("no report files given")
+    return out
+
+
+def load_frame(paths, cache: bool = True) -> pd.DataFrame:
+    """Parse reports into the long frame (see module docstring); warns once per report
+    that lacks quantities the analysis reports.
+
+    ``paths``: one path or an iterable of paths to ``.ncu-rep`` files. Raises
+    ReportError naming the file for anything that is not a usable report.
+    """
+    plist = _as_paths(paths)
+    frames = _load_many(plist, cache)
+    # Two reports with one stem (reports/h200/ref, reports/a100/ref) get the parent
+    # folder as a prefix so that the key stays unique.
+    stems = [_stem(p) for p in plist]
+    for f, p, s in zip(frames, plist, stems):
+        f["report"] = f"{p.parent.name}/{s}" if stems.count(s) > 1 else s
+    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    validate_frame(frame)
+    _warn_missing(frame)
+    return frame
+
+
+def validate_frame(frame: pd.DataFrame) -> None:
+    """Check the long frame's contract: columns, unique key, one unit per metric within a
+    report. Across reports a metric may change its unit (Nsight Compute versions spell
+    some differently, e.g. nvlrx__bytes.sum.per_second, derived__ metrics): recipes read
+    base-unit values, never the unit string."""
+    missing = [c for c in FRAME_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValueError(f"long frame lacks columns {missing}")
+    dup = frame.duplicated(list(KEY_COLUMNS))
+    if dup.any():
+        row = frame.loc[dup.idxmax(), list(KEY_COLUMNS)].to_dict()
+        raise ValueError(f"long frame key {KEY_COLUMNS} is not unique, e.g. {row}")
+    per_report = frame.groupby(["report", "metric"], sort=False)["unit"].nunique()
+    if (per_report > 1).any():
+        bad = per_report[per_report > 1].index[:5].tolist()
+        raise ValueError(f"metrics with more than one unit within a report: {bad}")
+
+
+def missing_quantities(frame: pd.DataFrame) -> dict[str, list[str]]:
+    """{report: [quantity, ...]} the recipes cannot compute for at least one launch."""
+    out: dict[str, list[str]] = {}
+    for (report, _r, _l), arch, m in per_launch(frame):
+        lost = recipes.missing(m, recipes.evaluate(m, arch))
+        have = out.setdefault(str(report), [])
+        have += [q for q in lost if q not in have]
+    return {r: sorted(q, key=recipes.EXPECTED.index) for r, q in out.items() if q}
+
+
+def _warn_missing(frame: pd.DataFrame) -> None:
+    for report, lost in missing_quantities(frame).items():
+        warnings.warn(
+            f"{report}: no {', '.join(recipes.LABELS[q] for q in lost)} in this report (null); "
+            f"collect with: ncu {recipes.collect_hint(lost)}",
+            FlashprofWarning, stacklevel=3)
+
+
+# --------------------------------------------------------------------------- per-PC
+def load_source_frame(path: str | os.PathLike, launch: int = 0) -> pd.DataFrame:
+    """Per-SASS-instruction frame for one launch of one report (read in a worker).
+
+    Columns: report, launch, function, pc, pc_offset, sass, file, line, inst_executed,
+    samples (all PC samples), and one ``stall_<reason>`` column per PC-sampling stall
+    reason (total samples; ``stall_<reason>_not_issued`` too when collected). ``file``
+    and ``line`` are empty/NaN unless the kernel was built with -lineinfo and profiled
+    with --import-source yes. Reports without the SourceCounters section give a frame
+    with only pc/sass columns filled from whatever per-PC metrics exist (possibly empty).
+    """
+    path = Path(path)
+    _check_file(path)
+    if _have_pyarrow():  # the long-frame worker may have written it already
+        cached = Path(f"{_source_prefix(cache_file(path))}{int(launch)}.pkl")
+        if cached.is_file():
+            try:
+                return pd.read_pickle(cached)
+            except Exception:
+                pass  # damaged: read the report again
+    with tempfile.TemporaryDirectory(prefix="flashprof-") as tmp:
+        out = Path(tmp) / "source.pkl"
+        _run_worker(["source", str(path), str(out), _stem(path), str(int(launch))], path)
+        return pd.read_pickle(out)
+
+
+# --------------------------------------------------------------------------- reshaping
+LAUNCH_KEY = ("report", "range_idx", "launch")
+
+
+def launch_identity(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per launch with the identity columns, in frame order."""
+    return frame.drop_duplicates(list(LAUNCH_KEY))[list(IDENTITY_COLUMNS)].reset_index(drop=True)
+
+
+def per_launch(frame: pd.DataFrame):
+    """Yield ``(launch key, arch, {metric: value})`` per launch, in frame order: the one
+    place a launch's long rows become the dict the recipes read (an absent metric is
+    absent, not NaN). For a table of chosen metrics use ``pivot_metrics``."""
+    for key, sub in frame.groupby(list(LAUNCH_KEY), sort=False):
+        yield key, sub["arch"].iloc[0], dict(zip(sub["metric"], sub["value"]))
+
+
+def pivot_metrics(frame: pd.DataFrame, metrics: Iterable[str] | None = None) -> pd.DataFrame:
+    """Wide view for analysis code: one row per launch, identity columns, then one column
+    per metric (NaN where a report lacks it). Only analysis functions should call this;
+    the long frame stays the exchange format between stages."""
+    ident = launch_identity(frame)
+    sub = frame if metrics is None else frame[frame["metric"].isin(list(metrics))]
+    wide = sub.pivot(index=list(LAUNCH_KEY), columns="metric", values="value")
+    if metrics is not None:
+        wide = wide.reindex(columns=list(metrics))
+    wide.columns.name = None
+    return ident.merge(wide.reset_index(), on=list(LAUNCH_KEY), how="left")

@@ -1,0 +1,332 @@
+"""Summary stage: long frame -> one record per kernel launch; two reports -> comparison.
+
+Input: the long frame from ``flashprof.analysis.report.parse.load_frame`` (plus, for ``pct_of_fa2``, the
+frames of FA2 reference reports: ``find_ref_reports`` looks for them next to inputs).
+Output: ``summarize`` -> list of dicts (SUMMARY_KEYS, JSON-ready after ``jsonable``);
+``compare`` -> dict with per-field deltas and regression flags; ``render_*`` -> text.
+
+Conventions: ``flops_kind`` is the launch's largest FLOP kind (tensor, fp32, fp16, fp64;
+see flashprof.analysis.stages.roofline) and ``tflops``, ``peak_tflops`` and ``ai_*`` are on that kind's chart
+(for kernels 1-7: the Tensor Core chart, tensor FLOPs / bytes, as before). Every kind keeps
+its own field (``tensor_tflops`` ... ``fp64_tflops``); ``total_tflops`` = all kinds together
+(what ``tflops`` meant before: tensor + FP32 for kernels 1-7). ``ai_smem`` is the flashprof
+shared-memory level. ``provenance`` = {field: exact | derived | estimated:<from> | null}
+from flashprof.analysis.metrics.recipes; ``missing`` = quantities the report cannot support (null fields) and
+``collect_hint`` the ncu options that would collect them. ``pct_of_fa2`` =
+100 x duration(FA2 reference) / duration(this launch), given only when this launch's
+problem is known (it has a sidecar, or it is the reference itself) and a reference
+launch on the same GPU agrees on every shape/dtype field both sides know.
+``inst_executed`` = smsp__inst_executed.sum (warp instructions); ``inst_mix`` = executed
+warp instructions of INST_MIX_OPCODES from sass__inst_executed_per_opcode.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from pathlib import Path
+
+import pandas as pd
+
+from flashprof.analysis.metrics import recipes
+from flashprof.analysis.report.parse import (LAUNCH_KEY, REPORT_SUFFIX, SHAPE_FIELDS, launch_identity, load_frame, per_launch)
+from flashprof.analysis.stages.pipes import pipes
+from flashprof.analysis.stages.roofline import roofline
+from flashprof.analysis.stages.stalls import STALL_REASONS, bank_conflicts, stalls
+from flashprof.analysis.stages.summary_render import (_flat, _nan_to_none, jsonable, render_compare_table, render_csv, render_json, render_table)  # noqa: F401 (public names)
+from flashprof.analysis.report.target_key import gpu_name, kernel_key
+
+SUMMARY_KEYS = (
+    "report", "path", "launch", "kernel", "variant", "title", "gpu", "arch",
+    "batch", "seq", "heads", "d_head", "dtype",
+    "duration_ns", "sm_clock_hz", "flops_kind", "tflops", "peak_tflops", "total_tflops",
+    "tensor_tflops", "fp32_tflops", "fp16_tflops", "fp64_tflops",
+    "tensor_tflops_peak", "tensor_path", "tensor_src", "pct_of_tensor_peak", "pct_of_measured_peak",
+    "ai_l1", "ai_l2", "ai_dram", "ai_smem",
+    "tensor_pipe_pct", "fma_pipe_pct", "alu_pipe_pct", "xu_pipe_pct", "lsu_pipe_pct",
+    "issue_active_pct", "inst_executed", "inst_mix", "stalls", "smem_bank_conflicts", "smem_nway",
+    "ldsm_inst", "pct_of_fa2", "provenance", "missing", "collect_hint",
+)
+# Executed warp instructions of these opcodes go into ``inst_mix`` (all opcodes are in the
+# long frame / flashprof.analysis.stages.pipes): tensor, the FP32 softmax work, MUFU exp2, smem loads.
+INST_MIX_OPCODES = ("HMMA", "FFMA", "FMUL", "FADD", "FMNMX", "MUFU", "LDSM", "IMAD")
+INST_EXECUTED_METRIC = "smsp__inst_executed.sum"
+REF_VARIANT = "ref"
+# Regression thresholds for `compare` (B against baseline A).
+DURATION_REGRESSION_PCT = 2.0
+STALL_REGRESSION_ABS = 0.05   # warps per issued instruction
+STALL_REGRESSION_REL = 0.10   # and at least 10 % more than in A
+
+_LEVEL_KEYS = {"L1": "ai_l1", "L2": "ai_l2", "DRAM": "ai_dram", "shared memory": "ai_smem"}
+_PIPE_KEYS = {"tensor": "tensor_pipe_pct", "fma": "fma_pipe_pct", "alu": "alu_pipe_pct",
+              "xu": "xu_pipe_pct", "lsu": "lsu_pipe_pct", "issue_active": "issue_active_pct"}
+
+
+def _is_ref(report: str, variant) -> bool:
+    return kernel_key(report, variant) == REF_VARIANT
+
+
+def find_ref_reports(paths) -> list[Path]:
+    """FA2 reference reports sitting in the directories of ``paths``: ``ref.ncu-rep``, or
+    any report whose sidecar says ``"kernel": "ref"``."""
+    found: list[Path] = []
+    for d in sorted({Path(p).resolve().parent for p in paths}):
+        candidates = [d / f"{REF_VARIANT}{REPORT_SUFFIX}"]
+        for side in d.glob("*.json"):
+            try:
+                if json.loads(side.read_text()).get("kernel") == REF_VARIANT:
+                    candidates.append(side.with_name(side.stem + REPORT_SUFFIX))
+            except (OSError, ValueError, AttributeError):
+                continue
+        found += [c for c in candidates if c.is_file() and c not in found]
+    return found
+
+
+def _shape_matches(a: dict, b: dict) -> bool:
+    for field in SHAPE_FIELDS + ("dtype",):
+        va, vb = a.get(field), b.get(field)
+        if _nan_to_none(va) is not None and _nan_to_none(vb) is not None and va != vb:
+            return False
+    return True
+
+
+def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None,
+              ceilings: dict[str, tuple[str, pd.DataFrame]] | None = None) -> list[dict]:
+    """One record per launch (SUMMARY_KEYS). ``ref_frame``: extra reports that may hold
+    the FA2 reference; launches in ``frame`` itself are also considered. ``ceilings``:
+    {GPU name: (source, measured ceilings frame)} for ``pct_of_measured_peak``."""
+    roof = roofline(frame)
+    pipe = pipes(frame)
+    stall = stalls(frame)
+    banks = bank_conflicts(frame)
+    ident = launch_identity(frame)
+    duration = frame[frame["metric"] == "gpu__time_duration.sum"].set_index(list(LAUNCH_KEY))["value"]
+    gpc_clock = frame[frame["metric"] == "gpc__cycles_elapsed.avg.per_second"].set_index(list(LAUNCH_KEY))["value"]
+    inst_executed = frame[frame["metric"] == INST_EXECUTED_METRIC].set_index(list(LAUNCH_KEY))["value"]
+    launches = {}
+    for key, arch, m in per_launch(frame):
+        launches[key] = {"metrics": m, "results": recipes.evaluate(m, arch)}
+
+    refs = []
+    for f in (frame, ref_frame):
+        if f is None:
+            continue
+        dur = f[f["metric"] == "gpu__time_duration.sum"].set_index(list(LAUNCH_KEY))["value"]
+        for rec in launch_identity(f).to_dict("records"):
+            key = tuple(rec[k] for k in LAUNCH_KEY)
+            if _is_ref(rec["report"], rec["variant"]) and key in dur.index:
+                refs.append((rec, float(dur[key])))
+
+    out = []
+    for rec in ident.to_dict("records"):
+        key = tuple(rec[k] for k in LAUNCH_KEY)
+        sel = (roof["report"] == key[0]) & (roof["launch"] == key[2]) & (roof["range_idx"] == key[1])
+        r = roof[sel].set_index("level")
+        first = r.iloc[0]
+        row = {k: rec.get(k) for k in SUMMARY_KEYS if k in rec}
+        row["duration_ns"] = duration.get(key, math.nan)
+        sm_clock = first["sm_clock_hz"]
+        # SpeedOfLight-only reports lack the SM clock; the GPC clock is the same domain.
+        row["sm_clock_hz"] = sm_clock if not math.isnan(sm_clock) else gpc_clock.get(key, math.nan)
+        row["flops_kind"] = _nan_to_none(first["flops_kind"])
+        row["tflops"] = first["flops"] / 1e12
+        row["peak_tflops"] = first["compute_ceiling"] / 1e12
+        row["total_tflops"] = first["flops_total"] / 1e12
+        for kind in recipes.FLOP_KINDS:
+            row[f"{kind}_tflops"] = first[f"flops_{kind}"] / 1e12
+        row["tensor_tflops_peak"] = first["tensor_ceiling"] / 1e12
+        row["tensor_path"] = first["tensor_path"]
+        row["tensor_src"] = _nan_to_none(first["tensor_src"])
+        row["pct_of_tensor_peak"] = 100 * first["flops_tensor"] / first["tensor_ceiling"]
+        measured, measured_from = _pct_of_measured(rec.get("gpu"), first, row["sm_clock_hz"], ceilings)
+        row["pct_of_measured_peak"] = measured
+        for level, k in _LEVEL_KEYS.items():
+            row[k] = r.loc[level, "ai"] if level in r.index else math.nan
+        q = launches[key]
+        row["provenance"] = _provenance(q, r)
+        row["provenance"]["pct_of_measured_peak"] = measured_from
+        lost = recipes.missing(q["metrics"], q["results"])
+        row["missing"] = lost
+        row["collect_hint"] = recipes.collect_hint(lost) or None
+
+        p = pipe[(pipe["report"] == key[0]) & (pipe["launch"] == key[2]) & (pipe["range_idx"] == key[1])]
+        pv = dict(zip(p["name"], p["value"]))
+        for name, k in _PIPE_KEYS.items():
+            row[k] = pv.get(name, math.nan)
+        row["inst_executed"] = inst_executed.get(key, math.nan)
+        mix = p[p["category"] == "inst_mix_opcode"]
+        mv = dict(zip(mix["name"], mix["value"]))
+        row["inst_mix"] = ({op: mv.get(op, 0.0) for op in INST_MIX_OPCODES} if mv
+                           else {op: math.nan for op in INST_MIX_OPCODES})
+
+        s = stall[(stall["report"] == key[0]) & (stall["launch"] == key[2]) & (stall["range_idx"] == key[1])]
+        sv = dict(zip(s["reason"].astype(str), s["per_issue"]))
+        row["stalls"] = {reason: sv.get(reason, math.nan) for reason in STALL_REASONS}
+        b = banks[(banks["report"] == key[0]) & (banks["launch"] == key[2]) & (banks["range_idx"] == key[1])]
+        row["smem_bank_conflicts"] = dict(zip(b["op"], b["conflicts"]))
+        row["smem_nway"] = dict(zip(b["op"], b["nway"]))
+        row["ldsm_inst"] = b["ldsm_inst"].iloc[0] if len(b) else math.nan
+        row["pct_of_fa2"] = _pct_of_fa2(rec, row["duration_ns"], refs)
+        pv = dict(zip(p["name"], p["provenance"]))
+        row["provenance"].update({k: pv.get(name) for name, k in _PIPE_KEYS.items()})
+        row["provenance"]["stalls"] = "exact" if any(not math.isnan(v) for v in row["stalls"].values()) else None
+        row["provenance"]["smem_bank_conflicts"] = (
+            "exact" if any(not pd.isna(v) for v in row["smem_bank_conflicts"].values()) else None)
+        out.append({k: row.get(k) for k in SUMMARY_KEYS})
+    return out
+
+
+_PROV_ORDER = {recipes.EXACT: 0, recipes.DERIVED: 1}
+
+
+def _weakest(*provs):
+    """The weakest of several provenances; None if any input is None."""
+    if any(p is None for p in provs):
+        return None
+    return max(provs, key=lambda p: _PROV_ORDER.get(p, 2))
+
+
+def _provenance(q: dict, r: pd.DataFrame) -> dict:
+    """{summary field: provenance} for the roofline fields of one launch."""
+    res = q["results"]
+    prov = {"duration_ns": res["duration_ns"].provenance, "sm_clock_hz": res["sm_clock_hz"].provenance}
+    first = r.iloc[0]
+    kind = first["flops_kind"]
+    prov["tflops"] = _nan_to_none(first["flops_provenance"])
+    if prov["tflops"] is None and _nan_to_none(first["flops_kind"]) is None and any(
+            _nan_to_none(first[f"flops_{k}"]) == 0 for k in recipes.FLOP_KINDS):
+        prov["tflops"] = ("null: every floating-point counter is 0 (no FLOPs: e.g. integer tensor "
+                          "work, IMMA); such a launch has no point on a FLOP roofline")
+    prov["peak_tflops"] = res[f"{kind}_ceiling"].provenance if isinstance(kind, str) else None
+    for k in recipes.FLOP_KINDS:
+        prov[f"{k}_tflops"] = res[f"flops_{k}"].provenance
+    prov["tensor_tflops_peak"] = res["tensor_ceiling"].provenance
+    for level, k in _LEVEL_KEYS.items():
+        prov[k] = (_weakest(prov["tflops"], _nan_to_none(r.loc[level, "bytes_provenance"]))
+                   if level in r.index else None)
+    return prov
+
+
+def _pct_of_measured(gpu, first, sm_clock: float, ceilings) -> tuple[float, str | None]:
+    """Tensor FLOP/s as % of the measured peak of the instruction the launch used
+    (wgmma for the hgmma path, else mma.sync of its source type) re-expressed at the
+    launch's SM clock; (NaN, None) without a ceilings file for this GPU or tensor work."""
+    if not ceilings or gpu_name(gpu) not in ceilings:
+        return math.nan, None
+    source, meas = ceilings[gpu_name(gpu)]
+    flops = first["flops_tensor"]
+    if not (isinstance(flops, float) and math.isfinite(flops) and flops > 0):
+        return math.nan, None
+    from flashprof.analysis.stages.measured_roofs import measured_peak
+    name = ("wgmma_f16_f32" if first["tensor_path"] == "hgmma"
+            else "mma_bf16_f32" if first["tensor_src"] == "bf16" else "mma_f16_f32")
+    peak = measured_peak(meas, name, sm_clock if math.isfinite(sm_clock) else None)
+    if not math.isfinite(peak) or peak <= 0:
+        return math.nan, None
+    return 100.0 * flops / peak, "measured"  # ceilings.json beside the reports; the instruction by path
+
+
+def find_ceilings(paths) -> dict[str, tuple[str, pd.DataFrame]]:
+    """{GPU name: (file, frame)} from ceilings.json beside the reports or one folder up
+    (reports/h200/other-shapes/x.ncu-rep -> reports/h200/ceilings.json)."""
+    from flashprof.analysis.stages.measured_roofs import FILE, load
+    out: dict[str, tuple[str, pd.DataFrame]] = {}
+    for d in sorted({Path(p).resolve().parent for p in paths}):
+        for cand in (d / FILE, d.parent / FILE):
+            if cand.is_file():
+                try:
+                    meas = load(cand)
+                except Exception:  # a broken ceilings file must not cost the summary
+                    continue
+                if len(meas):
+                    out.setdefault(gpu_name(meas["gpu"].iloc[0]), (os.path.relpath(cand), meas))
+                break
+    return out
+
+
+def _pct_of_fa2(rec: dict, duration: float, refs: list[tuple[dict, float]]):
+    is_ref = _is_ref(rec["report"], rec["variant"])
+    # Without a sidecar nothing says this launch solved the reference's problem.
+    if not is_ref and _nan_to_none(rec.get("variant")) is None:
+        return None
+    if duration is None or math.isnan(duration) or duration <= 0:
+        return None
+    matches = [(r, d) for r, d in refs if r.get("gpu") == rec.get("gpu") and _shape_matches(r, rec)]
+    if not matches:
+        return None
+    # Prefer a reference from the same folder (same profiling campaign).
+    here = os.path.dirname(os.path.realpath(rec["path"]))
+    matches.sort(key=lambda rd: os.path.dirname(os.path.realpath(rd[0]["path"])) != here)
+    return 100.0 * matches[0][1] / duration
+
+
+# --------------------------------------------------------------------------- compare
+def _num(v) -> float | None:
+    v = _nan_to_none(v)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+_COMPARE_SKIP = {"launch", "batch", "seq", "heads", "d_head"}
+
+
+def compare(a_rows: list[dict], b_rows: list[dict]) -> list[dict]:
+    """Pair launches by position and diff every numeric field (B minus A).
+
+    Returns one dict per pair: a/b report names and kernels, ``rows`` of
+    {field, a, b, delta, delta_pct} and ``regressions`` (human-readable strings):
+    duration up more than DURATION_REGRESSION_PCT %, or a stall reason up by at least
+    STALL_REGRESSION_ABS warps per issued instruction and STALL_REGRESSION_REL relative.
+    Stall ratios are per *issued instruction*: a kernel that issues fewer instructions
+    (e.g. FP32 fusion) raises every ratio without stalling more. So when both sides know
+    ``inst_executed``, a stall is flagged only if its total warp-cycles (ratio x
+    instructions) also rose by STALL_REGRESSION_REL; the message gives both changes.
+    """
+    pairs = []
+    for a, b in zip(a_rows, b_rows):
+        fa, fb = _flat(a), _flat(b)
+        ia, ib = _num(fa.get("inst_executed")), _num(fb.get("inst_executed"))
+        rows, regressions = [], []
+        for field in fa:
+            if field in _COMPARE_SKIP:
+                continue
+            va, vb = _num(fa.get(field)), _num(fb.get(field))
+            if va is None and vb is None:
+                continue
+            delta = vb - va if va is not None and vb is not None else None
+            pct = 100.0 * delta / abs(va) if delta is not None and va else None
+            rows.append({"field": field, "a": va, "b": vb, "delta": delta, "delta_pct": pct})
+            if field == "duration_ns" and pct is not None and pct > DURATION_REGRESSION_PCT:
+                regressions.append(f"duration +{pct:.1f}% (threshold {DURATION_REGRESSION_PCT:g}%)")
+            if (field.startswith("stalls.") and delta is not None and delta >= STALL_REGRESSION_ABS
+                    and (va == 0 or delta / abs(va) >= STALL_REGRESSION_REL)):
+                reason = field[len("stalls."):]
+                detail = [f"+{pct:.0f}%"] if pct is not None else []
+                if ia and ib:
+                    ta, tb = va * ia, vb * ib
+                    total_pct = 100.0 * (tb - ta) / ta if ta else math.inf
+                    if total_pct < 100.0 * STALL_REGRESSION_REL:
+                        continue  # only the per-instruction normalisation moved
+                    detail.append(f"total warp-cycles {total_pct:+.0f}%")
+                regressions.append(f"stall {reason} +{delta:.2f} warps/issue"
+                                   + (f" ({'; '.join(detail)})" if detail else ""))
+        pairs.append({"a": a["report"], "b": b["report"], "kernel_a": a["kernel"], "kernel_b": b["kernel"],
+                      "launch_a": a["launch"], "launch_b": b["launch"], "rows": rows,
+                      "regressions": regressions})
+    return pairs
+
+
+# --------------------------------------------------------------------------- I/O glue
+def summarize_paths(paths, cache: bool = True) -> list[dict]:
+    """load_frame + summarize, also loading FA2 reference reports found next to inputs."""
+    frame = load_frame(paths, cache=cache)
+    given = {os.path.realpath(p) for p in paths}
+    extra = [p for p in find_ref_reports(paths) if os.path.realpath(p) not in given]
+    ref_frame = None
+    if extra:
+        with warnings.catch_warnings():
+            # A reference with a smaller section set still has a duration; its gaps are
+            # not what the user asked about.
+            warnings.simplefilter("ignore")
+            ref_frame = load_frame(extra, cache=cache)
+    return summarize(frame, ref_frame, find_ceilings(paths))

@@ -1,0 +1,5 @@
+import sys
+
+from flashprof.verbs import main
+
+sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from flashprof.kernels.sass.command import main
+
+sys.exit(main())
