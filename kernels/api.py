@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flashprof.kernels.cli import FlashprofError
-from flashprof.kernels.config import KernelConfig, variant, variant_origin
+from flashprof.kernels.config import Dispatch, KernelConfig, dispatch, variant_origin
 
 DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
 
@@ -72,18 +72,65 @@ class Kernel:
         return out
 
 
-def load(n: int | str | KernelConfig, gpu: str | None = None) -> Kernel:
+@dataclass
+class DispatchKernel:
+    """Kernel 7 with a per-shape table (kernels/tuned.json buckets): each call runs the
+    config dispatched for its (seq, dtype); ``choice(seq, dtype)`` says which, and
+    ``str(kernel)`` lists the whole table. Every config is built when loaded."""
+
+    table: Dispatch
+    kernels: dict[str, Kernel]  # config slug -> built kernel
+    label: str = ""
+    source: str = ""
+
+    def choice(self, seq: int, dtype: str = "fp16") -> KernelConfig:
+        return self.table.pick(seq, dtype)
+
+    def kernel_for(self, seq: int, dtype: str = "fp16") -> Kernel:
+        return self.kernels[self.choice(seq, dtype).slug]
+
+    @property
+    def config(self) -> KernelConfig:
+        """The default config (shapes without a bucket): what code without a shape sees."""
+        return self.table.default
+
+    def configs(self) -> list[KernelConfig]:
+        return self.table.configs()
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.table.describe()} ({self.source})"
+
+    def __call__(self, q, k, v, out=None):
+        dt = str(getattr(q, "dtype", "")).replace("torch.", "")
+        name = {v_: k_ for k_, v_ in DTYPES.items()}.get(dt, "fp16")
+        shape = tuple(getattr(q, "shape", ()))
+        if len(shape) != 4:
+            raise InputError(f"q must be 4-D (batch, seq, heads, d_head); got shape {shape}")
+        return self.kernel_for(int(shape[1]), name)(q, k, v, out=out)
+
+
+def load(n: int | str | KernelConfig, gpu: str | None = None, seq: int | None = None,
+         dtype: str | None = None) -> Kernel | DispatchKernel:
     """Build (cached) and return kernel ``n`` (1-7) or an explicit config.
 
     Kernel 7 is the config tuned for ``gpu`` (default: the GPU torch sees) when
-    kernels/tuned.json has one, else the series' own; ``str(kernel)`` says which.
+    kernels/tuned.json has one, else the series' own; ``str(kernel)`` says which. When the
+    tuned entry has per-S buckets, kernel 7 is a ``DispatchKernel`` that picks per call,
+    unless ``seq`` is given: then the one config for that shape (and ``dtype``, default fp16).
     An explicit ``KernelConfig`` is used as given.
     """
-    from flashprof.kernels.build import build, local_gpu_slug
+    from flashprof.kernels.build import build, build_many, local_gpu_slug
 
     if isinstance(n, KernelConfig):
-        cfg, label, source = n, n.slug, "explicit config"
-    else:
-        gpu = gpu or local_gpu_slug()
-        cfg, label, source = variant(n, gpu=gpu), f"kernel{int(n)}", variant_origin(n, gpu)
-    return Kernel(cfg, build(cfg), label, source)
+        return Kernel(n, build(n), n.slug, "explicit config")
+    gpu = gpu or local_gpu_slug()
+    table = dispatch(n, gpu)
+    label = f"kernel{int(n)}"
+    if seq is not None or not table.buckets:
+        cfg = table.pick(seq, dtype)
+        return Kernel(cfg, build(cfg), label, variant_origin(n, gpu, seq, dtype))
+    cfgs = table.configs()
+    if len(cfgs) > 1:
+        build_many(cfgs)  # in parallel processes; the loads below import the cached modules
+    kernels = {c.slug: Kernel(c, build(c), label, variant_origin(n, gpu)) for c in cfgs}
+    return DispatchKernel(table, kernels, label, variant_origin(n, gpu))

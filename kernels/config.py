@@ -48,6 +48,11 @@ class KernelConfig:
     mma_double_buffer_loads: bool = False  # ldmatrix of step i+1 issued before the MMAs of step i; FP_DBUF, "dbuf"
     optimized_softmax: bool = False       # FP32 softmax with fused scale/FFMA; FP_OPT_SOFTMAX, "optsm"
     fault: str = "none"                   # a deliberate bug for the correctness gate's tests; FP_FAULT
+    # Kernel-7-only template options (kernels 1-6 keep the defaults):
+    persistent: bool = False              # one wave of CTAs loops over the Q tiles, prefetching the next
+                                          # tile's Q and K_0 during the last KV block; FP_PERSISTENT, "pers"
+    min_blocks_per_sm: int = 0            # __launch_bounds__ minimum CTAs/SM (caps registers; 0: unset);
+                                          # FP_MIN_BLOCKS, "mb<N>"
 
     def __post_init__(self) -> None:
         self.validate()
@@ -85,6 +90,20 @@ class KernelConfig:
             bad("eager_load_blocks needs async_copy")
         if self.fault not in FAULTS:
             bad(f"fault must be one of {FAULTS}")
+        if not isinstance(self.persistent, bool):
+            bad(f"persistent must be a bool, got {self.persistent!r}")
+        if self.persistent and not self.eager_load_blocks:
+            bad("persistent needs eager_load_blocks (the next tile's Q and K_0 are issued where "
+                "an eager variant issues K_{j+1})")
+        if not isinstance(self.min_blocks_per_sm, int) or isinstance(self.min_blocks_per_sm, bool) \
+                or not 0 <= self.min_blocks_per_sm <= 4:
+            bad(f"min_blocks_per_sm={self.min_blocks_per_sm!r}: must be an int from 0 (unset) to 4")
+        if self.min_blocks_per_sm and self.min_blocks_per_sm * self.n_warps > 16:
+            bad(f"min_blocks_per_sm={self.min_blocks_per_sm} x {self.n_warps} warps would cap registers "
+                "below 128 per thread (the O and S accumulators alone need more)")
+        if self.min_blocks_per_sm and self.min_blocks_per_sm * (self.smem_bytes + 1024) > 228 * 1024:
+            bad(f"min_blocks_per_sm={self.min_blocks_per_sm} CTAs of {self.smem_bytes} B shared memory "
+                "do not fit in one SM's 228 KiB")
         if self.smem_bytes > 227 * 1024:
             bad(f"needs {self.smem_bytes} B of shared memory per block (> 227 KiB)")
 
@@ -94,14 +113,29 @@ class KernelConfig:
         return 32 * self.n_warps
 
     @property
+    def q_buffers(self) -> int:
+        """Q tiles in shared memory: 2 for the persistent kernel (this tile's and the next's)."""
+        return 2 if self.persistent else 1
+
+    @property
     def smem_bytes(self) -> int:
-        return (self.B_r + 2 * self.B_c) * self.d_head * 2
+        return (self.q_buffers * self.B_r + 2 * self.B_c) * self.d_head * 2
+
+    def n_tiles(self, batch: int, seq: int, heads: int) -> int:
+        """Q tiles of B_r rows over all (batch, head) pairs."""
+        return (seq // self.B_r) * heads * batch
 
     @property
     def q_resident(self) -> bool:
         return self.Q_mma_load_K_fragments == 0
 
-    def grid(self, batch: int, seq: int, heads: int) -> tuple[int, int, int]:
+    def grid(self, batch: int, seq: int, heads: int, wave: int | None = None) -> tuple[int, int, int]:
+        """Launch grid. The persistent kernel launches min(tiles, wave) CTAs, where ``wave`` is
+        SMs x resident CTAs per SM (the launcher asks the driver; pass it here to predict)."""
+        if self.persistent:
+            if wave is None:
+                raise ConfigError(f"{self.slug}: a persistent grid depends on the GPU; pass wave=SMs*CTAs/SM")
+            return (min(self.n_tiles(batch, seq, heads), wave), 1, 1)
         return (seq // self.B_r, heads, batch)
 
     def seq_multiple(self) -> int:
@@ -127,6 +161,10 @@ class KernelConfig:
             parts.append("dbuf")
         if self.optimized_softmax:
             parts.append("optsm")
+        if self.persistent:
+            parts.append("pers")
+        if self.min_blocks_per_sm:
+            parts.append(f"mb{self.min_blocks_per_sm}")
         if self.fault != "none":
             parts.append(f"FAULT-{self.fault}")
         return "_".join(parts)
@@ -158,13 +196,21 @@ class KernelConfig:
             "FP_DBUF": int(self.mma_double_buffer_loads),
             "FP_OPT_SOFTMAX": int(self.optimized_softmax),
             "FP_FAULT": FAULTS.index(self.fault),
+            "FP_PERSISTENT": int(self.persistent),
+            "FP_MIN_BLOCKS": self.min_blocks_per_sm,
         }
 
     def nvcc_flags(self) -> list[str]:
         return [f"-D{k}={v}" for k, v in self.defines().items()]
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """All fields; the kernel-7-only options only when set, so that configs written before
+        they existed (tuned.json, autotune.csv, sidecars) and configs without them read alike."""
+        d = dataclasses.asdict(self)
+        for name in _OPTIONAL_FIELDS:
+            if d[name] == _FIELD_DEFAULTS[name]:
+                del d[name]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "KernelConfig":
@@ -174,6 +220,9 @@ class KernelConfig:
             raise ConfigError(f"unknown config fields: {sorted(unknown)}")
         return cls(**d)
 
+
+_OPTIONAL_FIELDS = ("persistent", "min_blocks_per_sm")
+_FIELD_DEFAULTS = {f.name: f.default for f in fields(KernelConfig)}
 
 _ON = dict(d_head=128, B_r=64, B_c=64, n_warps=4, async_copy=True)
 
@@ -212,34 +261,153 @@ KERNEL_IDS = tuple(VARIANTS)
 REFERENCE_IDS = ("ref", "cudnn")
 
 
-def load_tuned(path: Path = TUNED_FILE) -> dict[str, KernelConfig]:
-    """GPU slug -> tuned kernel-7 config, from the tuner's data file (may be absent)."""
+DISPATCH_DTYPES = ("fp16", "bf16", "any")
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """Kernel 7's choice for sequence lengths up to ``max_seq`` in ``dtype`` ("any": both)."""
+    max_seq: int
+    dtype: str
+    config: KernelConfig
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_seq, int) or isinstance(self.max_seq, bool) or self.max_seq <= 0:
+            raise ConfigError(f"bucket max_seq={self.max_seq!r}: must be a positive int")
+        if self.dtype not in DISPATCH_DTYPES:
+            raise ConfigError(f"bucket dtype {self.dtype!r}: must be one of {DISPATCH_DTYPES}")
+
+    def matches(self, seq: int, dtype: str) -> bool:
+        return seq <= self.max_seq and self.dtype in (dtype, "any") and seq % self.config.seq_multiple() == 0
+
+    @property
+    def label(self) -> str:
+        return f"S<={self.max_seq} {self.dtype}"
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """Kernel 7 per shape: the first bucket (smallest max_seq; an exact dtype before "any")
+    that holds (seq, dtype) and whose tile divides seq, else ``default``. Like FlashAttention's
+    launch heuristics, the choice is made per call from the shape; FlashAttention picks by
+    head dim and GPU, this table by sequence length and dtype, from measurements."""
+    default: KernelConfig
+    buckets: tuple[Bucket, ...] = ()
+
+    def __post_init__(self) -> None:
+        ordered = tuple(sorted(self.buckets, key=lambda b: (b.max_seq, b.dtype == "any", b.dtype)))
+        seen = set()
+        for b in ordered:
+            if (b.max_seq, b.dtype) in seen:
+                raise ConfigError(f"two kernel-7 buckets for {b.label}")
+            seen.add((b.max_seq, b.dtype))
+        object.__setattr__(self, "buckets", ordered)
+
+    def bucket_for(self, seq: int, dtype: str) -> Bucket | None:
+        for b in self.buckets:
+            if b.matches(seq, dtype):
+                return b
+        return None
+
+    def pick(self, seq: int | None = None, dtype: str | None = None) -> KernelConfig:
+        if seq is None:
+            return self.default
+        b = self.bucket_for(seq, dtype or "fp16")
+        return b.config if b else self.default
+
+    def why(self, seq: int, dtype: str) -> str:
+        b = self.bucket_for(seq, dtype)
+        return f"bucket {b.label}" if b else "default (all other shapes)"
+
+    def configs(self) -> list[KernelConfig]:
+        """Every config this table can dispatch to, the default first, each once."""
+        return list(dict.fromkeys([self.default, *(b.config for b in self.buckets)]))
+
+    def describe(self) -> str:
+        if not self.buckets:
+            return self.default.slug
+        parts = [f"{b.label}: {b.config.slug}" for b in self.buckets]
+        return "; ".join(parts + [f"otherwise: {self.default.slug}"])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"default": self.default.to_dict(),
+                "buckets": [{"max_seq": b.max_seq, "dtype": b.dtype, "config": b.config.to_dict()}
+                            for b in self.buckets]}
+
+
+def _dispatch_from_entry(gpu: str, entry: dict) -> Dispatch:
+    try:
+        default = KernelConfig.from_dict(entry["config"])
+        buckets = tuple(Bucket(int(b["max_seq"]), b.get("dtype", "any"), KernelConfig.from_dict(b["config"]))
+                        for b in entry.get("buckets", ()))
+    except (KeyError, TypeError, ValueError) as e:
+        if isinstance(e, ConfigError):
+            raise ConfigError(f"{TUNED_FILE.name}, entry {gpu!r}: {e}") from None
+        raise ConfigError(f"{TUNED_FILE.name}, entry {gpu!r}: malformed ({e!r})") from None
+    return Dispatch(default, buckets)
+
+
+def load_dispatch(path: Path | None = None) -> dict[str, Dispatch]:
+    """GPU slug -> kernel 7's dispatch table, from the tuner's data file (may be absent;
+    default ``TUNED_FILE``, looked up at call time so tests can point it elsewhere)."""
+    path = path or TUNED_FILE
     if not path.exists():
         return {}
     raw = json.loads(path.read_text())
-    return {gpu: KernelConfig.from_dict(entry["config"]) for gpu, entry in raw.items()}
+    return {gpu: _dispatch_from_entry(gpu, entry) for gpu, entry in raw.items()}
 
 
-def variant(n: int | str, gpu: str | None = None) -> KernelConfig:
-    """Config of kernel ``n`` (1-7). Kernel 7 uses the tuned entry for ``gpu`` if any."""
+def load_tuned(path: Path | None = None) -> dict[str, KernelConfig]:
+    """GPU slug -> tuned kernel-7 default config (all shapes without a bucket of their own)."""
+    return {gpu: d.default for gpu, d in load_dispatch(path).items()}
+
+
+def tuned_configs(path: Path | None = None) -> list[tuple[str, str, KernelConfig]]:
+    """(gpu, "default" or the bucket label, config) for every config kernel 7 can dispatch to."""
+    out = []
+    for gpu, d in sorted(load_dispatch(path).items()):
+        out.append((gpu, "default", d.default))
+        out += [(gpu, b.label, b.config) for b in d.buckets]
+    return out
+
+
+def _check_kernel(n: int | str) -> int:
     try:
         n = int(n)
     except (TypeError, ValueError):
         raise ConfigError(f"unknown kernel {n!r}: valid kernels are 1-7") from None
     if n not in VARIANTS:
         raise ConfigError(f"unknown kernel {n!r}: valid kernels are 1-7")
+    return n
+
+
+def dispatch(n: int | str, gpu: str | None = None) -> Dispatch:
+    """Kernel ``n``'s dispatch table: kernels 1-6 (and 7 without a tuned entry) have one config."""
+    n = _check_kernel(n)
     if n == 7 and gpu is not None:
-        tuned = load_tuned()
-        if gpu in tuned:
-            return tuned[gpu]
-    return VARIANTS[n]
+        table = load_dispatch()
+        if gpu in table:
+            return table[gpu]
+    return Dispatch(VARIANTS[n])
 
 
-def variant_origin(n: int | str, gpu: str | None = None) -> str:
-    """Where ``variant(n, gpu)`` comes from, in words."""
-    variant(n, gpu)  # the same errors for a bad n
+def variant(n: int | str, gpu: str | None = None, seq: int | None = None,
+            dtype: str | None = None) -> KernelConfig:
+    """Config of kernel ``n`` (1-7). Kernel 7 uses the tuned entry for ``gpu`` if any; with
+    ``seq`` (and ``dtype``, default fp16) it is the config dispatched for that shape."""
+    return dispatch(n, gpu).pick(seq, dtype)
+
+
+def variant_origin(n: int | str, gpu: str | None = None, seq: int | None = None,
+                   dtype: str | None = None) -> str:
+    """Where ``variant(n, gpu, seq, dtype)`` comes from, in words."""
+    table = dispatch(n, gpu)  # the same errors for a bad n
     n = int(n)
-    if n == 7 and gpu is not None and gpu in load_tuned():
+    if n == 7 and gpu is not None and gpu in load_dispatch():
+        if seq is not None:
+            return f"tuned for {gpu}, {table.why(seq, dtype or 'fp16')} ({TUNED_FILE.name})"
+        if table.buckets:
+            return f"tuned for {gpu} per S bucket ({TUNED_FILE.name})"
         return f"tuned for {gpu} ({TUNED_FILE.name})"
     if n == 7:
         why = f"{TUNED_FILE.name} has no entry for {gpu}" if gpu else "no GPU to pick a tuned one for"

@@ -8,6 +8,19 @@
 #if !defined(FP_D_HEAD) || !defined(FP_B_R) || !defined(FP_B_C) || !defined(FP_N_WARPS)
 #error "compile with the -D macros from kernels/config.py: KernelConfig.nvcc_flags()"
 #endif
+// Kernel-7-only options (kernels 1-6 leave them at 0): a persistent grid, and a minimum
+// number of resident CTAs per SM handed to __launch_bounds__ (0: none asked for).
+#ifndef FP_PERSISTENT
+#define FP_PERSISTENT 0
+#endif
+#ifndef FP_MIN_BLOCKS
+#define FP_MIN_BLOCKS 0
+#endif
+#if FP_MIN_BLOCKS > 0
+#define FP_LAUNCH_BOUNDS(threads) __launch_bounds__(threads, FP_MIN_BLOCKS)
+#else
+#define FP_LAUNCH_BOUNDS(threads) __launch_bounds__(threads)
+#endif
 
 namespace flashprof {
 
@@ -25,6 +38,8 @@ struct Config {
     static constexpr bool dbuf = FP_DBUF != 0;
     static constexpr bool opt_softmax = FP_OPT_SOFTMAX != 0;
     static constexpr int fault = FP_FAULT;  // 0 none, 1 skip_rescale, 2 drop_last_block
+    static constexpr bool persistent = FP_PERSISTENT != 0;  // one CTA loops over many Q tiles
+    static constexpr int min_blocks = FP_MIN_BLOCKS;
 
     static constexpr int threads = 32 * n_warps;
     static constexpr int rows_per_warp = B_r / n_warps;
@@ -34,7 +49,9 @@ struct Config {
     static constexpr int pv_steps = B_c / 16;                // k-steps of O += P V
     static constexpr int s_ntiles = B_c / 8;                 // n8 tiles of S
     static constexpr int o_ntiles = d_head / 8;              // n8 tiles of O
-    static constexpr int smem_bytes = (B_r + 2 * B_c) * d_head * 2;
+    // A persistent CTA keeps two Q tiles: the next tile's Q is loaded while this one computes.
+    static constexpr int q_buffers = persistent ? 2 : 1;
+    static constexpr int smem_bytes = (q_buffers * B_r + 2 * B_c) * d_head * 2;
 
     static_assert(d_head == 128, "only d_head = 128 is implemented");
     static_assert(B_r % (16 * n_warps) == 0, "each warp owns whole 16-row tiles");
@@ -43,6 +60,8 @@ struct Config {
     static_assert(K_frags == 0 || qk_steps % K_frags == 0, "K frags must divide d_head/16");
     static_assert(V_frags == 0 || pv_steps % V_frags == 0, "V frags must divide B_c/16");
     static_assert(!eager || async_copy, "eager loads need cp.async");
+    static_assert(!persistent || eager, "the persistent kernel prefetches through the eager K/V path");
+    static_assert(min_blocks >= 0 && min_blocks <= 4, "min blocks per SM: 0 (unset) to 4");
 };
 
 }  // namespace flashprof

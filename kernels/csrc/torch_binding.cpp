@@ -66,6 +66,8 @@ pybind11::dict config() {
     d["mma_double_buffer_loads"] = Config::dbuf;
     d["optimized_softmax"] = Config::opt_softmax;
     d["fault"] = Config::fault;
+    d["persistent"] = Config::persistent;
+    d["min_blocks_per_sm"] = Config::min_blocks;
     return d;
 }
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from flashprof.kernels.common import write_atomic
-from flashprof.kernels.config import KERNEL_IDS, ConfigError, KernelConfig, load_tuned, variant
+from flashprof.kernels.config import KERNEL_IDS, ConfigError, KernelConfig, load_tuned, tuned_configs, variant
 from flashprof.kernels.nvcc import BuildError, build_file, nvcc_path
 from flashprof.kernels.sass.text import (DTYPES, FunctionStats, Insn, branch_target, find_main_loop, loop_opcode_counts, parse_insns, parse_sass, pick_function, ptxas_report, _RE_FUNC, _RE_INSN)  # noqa: F401 (public names)
 from flashprof.kernels.toolchain import find_toolchain
@@ -249,14 +249,15 @@ def collect(kernels: Sequence[int] = KERNEL_IDS, archs: Sequence[str] = ARCHS,
 
 def collect_tuned(archs: Sequence[str] = ARCHS, dtypes: Sequence[str] = DTYPES) -> list[dict]:
     """Static reports of every tuned kernel-7 config of kernels/tuned.json (the configs the
-    GPU reports of kernel 7 actually ran), each with ``tuned_gpu`` set to its GPU slug."""
-    tuned = load_tuned()
+    GPU reports of kernel 7 actually ran: each GPU's default and its per-S buckets' configs,
+    each once), each with ``tuned_gpu`` set to its GPU slug."""
+    tuned = list(dict.fromkeys((gpu, cfg) for gpu, _, cfg in tuned_configs()))
     if not tuned:
         return []
     find_toolchain("nvcc", "ptxas", "cuobjdump")
-    cubins = build_many((cfg, a) for cfg in tuned.values() for a in archs)
+    cubins = build_many((cfg, a) for _, cfg in tuned for a in archs)
     return [{**_report_from(7, cfg, a, d, cubins[(cfg, a)]), "tuned_gpu": gpu}
-            for gpu, cfg in sorted(tuned.items()) for a in archs for d in dtypes]
+            for gpu, cfg in tuned for a in archs for d in dtypes]
 
 
 OPCODE_COLUMNS = ("kernel", "arch", "dtype", "opcode", "count")
