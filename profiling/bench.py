@@ -68,11 +68,22 @@ def run_bench(names, seqs, dtype, reps, warmup, gate=True, progress=print, gpu_s
     flush = l2_flush_buffer()
     rows = []
     targets = [resolve(n, gpu=gpu_slug) for n in names]
-    fns = {}
+    fns = {}   # target name (references, user code) or config slug (our kernels) -> callable
+    gated = set()
+
+    def callable_for(t):
+        """Built once per config and gated once: kernel 7 may dispatch each S to another config."""
+        key = t.config.slug if t.config is not None else t.name
+        if key not in fns:
+            fns[key] = t.callable()
+        if gate and key not in gated:
+            gate_seq = 1024 if t.config is None or 1024 % t.config.seq_multiple() == 0 else t.config.seq_multiple()
+            require(fns[key], Shape(2, gate_seq, 4), dtype, t.title + (f" ({key})" if t.config else ""))
+            gated.add(key)
+        return fns[key]
+
     for t in targets:
-        fns[t.name] = t.callable()
-        if gate:
-            require(fns[t.name], Shape(2, 1024, 4), dtype, t.title)
+        callable_for(t)
     total = len(targets) * len(seqs)
     t0 = time.perf_counter()
     done = 0
@@ -81,11 +92,14 @@ def run_bench(names, seqs, dtype, reps, warmup, gate=True, progress=print, gpu_s
         q, k, v = make_inputs(shape, dtype)
         out = torch.empty_like(q)
         ref_ms = None
+        # kernel 7: the config kernels/tuned.json dispatches this (seq, dtype) to
+        targets = [resolve(n, gpu=gpu_slug, seq=seq, dtype=dtype) if n.isdigit() else t
+                   for n, t in zip(names, targets)]
         for t in targets:
             if t.config is not None and seq % t.config.seq_multiple():
                 continue
             kwargs = {"out": out} if t.config is not None else {}
-            times = time_fn(fns[t.name], (q, k, v), kwargs, reps, warmup, flush)
+            times = time_fn(callable_for(t), (q, k, v), kwargs, reps, warmup, flush)
             times.sort()
             med = statistics.median(times)
             if t.name == "ref":
@@ -181,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         if old:
             print(f"previous {out.name} kept as {old}", file=sys.stderr)
         write_csv(rows, out)
-        from flashprof.kernels.config import variant
+        from flashprof.kernels.config import dispatch, variant
 
         from flashprof.profiling.user_target import source_info
 
@@ -193,6 +207,10 @@ def main(argv: list[str] | None = None) -> int:
                        "flops": "4*B*H*S^2*d", "reference": "ref = torch SDPA FLASH_ATTENTION backend",
                        "harmonic_mean": "over S of TFLOP/s"},
             "configs": {n: variant(n, gpu=gpu["slug"]).to_dict() for n in names if n.isdigit()},
+            # kernel 7 per S: the dispatch table and the config each S ran (config_slug column)
+            "dispatch": {n: {"table": dispatch(n, gpu["slug"]).to_dict(),
+                             "per_seq": {str(s): variant(n, gpu["slug"], s, args.dtype).slug for s in seqs}}
+                         for n in names if n == "7"},
             "user_targets": {t.name: source_info(t.user_fn.wrapped, t.user) for t in users},
             "software": software(), "git": git_info(),
             "command": " ".join(sys.argv), "created": now(), "seconds": round(time.perf_counter() - t0, 1),

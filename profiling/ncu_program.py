@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         check_dtype(args.dtype)
         shape = Shape(args.batch, args.seq, args.heads)
         torch = require_gpu()
-        target = resolve(args.kernel, gpu=gpu_info()["slug"])
+        target = resolve(args.kernel, gpu=gpu_info()["slug"], seq=args.seq, dtype=args.dtype)
         fn = target.callable()
         q, k, v = make_inputs(shape, args.dtype, seed=args.seed)
         out = torch.empty_like(q)

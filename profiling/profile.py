@@ -53,6 +53,16 @@ def check_seq(names: list[str], seq: int, gpu: str | None = None) -> None:
                          f"{', '.join(tiles)}")
 
 
+def dispatch_record(name: str, gpu: str, seq: int, dtype: str) -> dict | None:
+    """Kernel 7's per-shape table and why this shape got its config (None for other targets)."""
+    if name != "7":
+        return None
+    from flashprof.kernels.config import dispatch, variant_origin
+
+    return {"table": dispatch(7, gpu).to_dict(), "choice": variant(7, gpu, seq, dtype).slug,
+            "why": variant_origin(7, gpu, seq, dtype)}
+
+
 def parse_args(argv):
     p = ArgumentParser(prog="flashprof profile", description=__doc__.splitlines()[0])
     p.add_argument("kernel", help="1-7, ref, cudnn, all, path/to/file.py:fn, module:fn, or a comma list")
@@ -118,7 +128,7 @@ def profile_all(names: list[str], shape, args, ncu: str) -> int:
     paths: list[Path] = []
     t_all = time.perf_counter()
     for i, name in enumerate(names, 1):
-        target = resolve(name, gpu=gpu["slug"])
+        target = resolve(name, gpu=gpu["slug"], seq=shape.seq, dtype=args.dtype)  # kernel 7: this shape's config
         label = f"{i}/{len(names)} {target.stem}"
         t0 = time.perf_counter()
         print(f"[{label}] {target.title}: build + correctness check", file=sys.stderr, flush=True)
@@ -165,6 +175,7 @@ def profile_all(names: list[str], shape, args, ncu: str) -> int:
             "target": user_sidecar(target, counted, limit) if target.user else None,
             "config": target.config.to_dict() if target.config else None,
             "config_slug": target.config.slug if target.config else None,
+            "dispatch": dispatch_record(target.name, gpu["slug"], shape.seq, args.dtype),
             "shape": shape.to_dict(),
             "dtype": args.dtype,
             "flops": shape.flops,

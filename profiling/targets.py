@@ -65,7 +65,9 @@ def parse_names(spec: str | list[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def resolve(name: str, gpu: str | None = None) -> Target:
+def resolve(name: str, gpu: str | None = None, seq: int | None = None, dtype: str | None = None) -> Target:
+    """The target ``name``; for kernel 7 with ``seq`` (and ``dtype``), the config kernels/tuned.json
+    dispatches that shape to."""
     names = parse_names(name)
     if len(names) != 1:
         raise FlashprofError(f"one KERNEL expected here, got {name!r} ({len(names)} targets)")
@@ -76,7 +78,7 @@ def resolve(name: str, gpu: str | None = None) -> Target:
         backend, title, regex = REFERENCES[name]
         return Target(name, title, None, regex)
     n = int(name)
-    cfg = variant(n, gpu=gpu)
+    cfg = variant(n, gpu=gpu, seq=seq, dtype=dtype)
     return Target(name, f"kernel {n}: {TITLES[n]}", cfg, OUR_KERNEL_REGEX)
 
 

@@ -14,6 +14,10 @@
    a re-run skips finished configs. With several GPUs, one worker process per GPU.
 4. The winner (harmonic mean of TFLOP/s over S) goes to kernels/tuned.json for that GPU;
    kernel 7 uses it there (`make bench`, `make profile KERNEL=7`).
+5. Per shape (--bucket MAX_SEQ): the sweep times S <= MAX_SEQ only (default: the bench's S up
+   to it) and the winner becomes that GPU's bucket for S <= MAX_SEQ in --dtype; load(7)
+   dispatches those shapes to it and keeps the default entry for the rest. --space extended
+   adds the template options the seed's space lacks: the persistent grid, 2 CTAs/SM.
 """
 from __future__ import annotations
 
@@ -62,6 +66,37 @@ def space() -> tuple[list[KernelConfig], list[tuple[dict, str]]]:
         except ConfigError as e:
             rejected.append((fields, str(e).split(": ", 1)[-1]))
     return ok, rejected
+
+
+def extended_space() -> tuple[list[KernelConfig], list[tuple[dict, str]]]:
+    """The seed space plus, for each of its candidates, the persistent grid and (8 warps,
+    B_c <= 64) __launch_bounds__ with 2 CTAs per SM; the config rules reject the rest."""
+    base, rejected = space()
+    ok = list(base)
+    for c in base:
+        for extra in ({"persistent": True}, {"min_blocks_per_sm": 2}):
+            fields = {**c.to_dict(), **extra}
+            if "min_blocks_per_sm" in extra and (c.n_warps != 8 or c.B_c > 64):
+                continue
+            try:
+                ok.append(KernelConfig.from_dict(fields))
+            except ConfigError as e:
+                rejected.append((fields, str(e).split(": ", 1)[-1]))
+    return list(dict.fromkeys(ok)), rejected
+
+
+SPACES = {"seed": space, "extended": extended_space}
+
+
+def bucket_seqs(max_seq: int) -> tuple[int, ...]:
+    """The bench's sequence lengths a bucket for S <= max_seq is tuned on."""
+    from flashprof.profiling.workload import BENCH_SEQS
+
+    seqs = tuple(s for s in BENCH_SEQS if s <= max_seq)
+    if not seqs:
+        raise FlashprofError(f"bad --bucket {max_seq}: no benchmark S ({', '.join(map(str, BENCH_SEQS))}) "
+                             "is that short; give --seqs")
+    return seqs
 
 
 def occupancy(registers: int, threads: int, smem: int) -> int:
@@ -198,11 +233,34 @@ def rank(csv_path: Path, dtype: str, seqs) -> list[tuple[float, str, dict, dict]
 
 def save_winner(gpu_slug: str, hm: float, cfg: dict, pct: dict, dtype: str, seqs, path: Path = TUNED_FILE) -> None:
     data = json.loads(path.read_text()) if path.exists() else {}
+    buckets = data.get(gpu_slug, {}).get("buckets")  # per-S winners stay (--bucket tunes them)
     data[gpu_slug] = {"config": cfg, "slug": KernelConfig.from_dict(cfg).slug, "dtype": dtype,
                       "seqs": list(seqs), "harmonic_mean_tflops": round(hm, 2),
                       "pct_of_ref": {str(k): round(v, 2) for k, v in pct.items()},
                       "source": f"reports/{gpu_slug}/autotune.csv",
                       "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if buckets:
+        data[gpu_slug]["buckets"] = buckets
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def save_bucket_winner(gpu_slug: str, max_seq: int, hm: float, cfg: dict, pct: dict, dtype: str, seqs,
+                       path: Path | None = None) -> None:
+    """The winner for S <= max_seq in ``dtype`` into tuned.json's bucket list of ``gpu_slug``
+    (replacing that bucket); the GPU's default entry must exist already (`make tune`)."""
+    path = path or TUNED_FILE
+    data = json.loads(path.read_text()) if path.exists() else {}
+    if gpu_slug not in data:
+        raise FlashprofError(f"{path.name} has no default entry for {gpu_slug}: run the whole-S tune first "
+                             "(make tune), then the buckets")
+    buckets = [b for b in data[gpu_slug].get("buckets", [])
+               if (b.get("max_seq"), b.get("dtype")) != (max_seq, dtype)]
+    buckets.append({"max_seq": max_seq, "dtype": dtype, "config": cfg, "slug": KernelConfig.from_dict(cfg).slug,
+                    "seqs": list(seqs), "harmonic_mean_tflops": round(hm, 2),
+                    "pct_of_ref": {str(k): round(v, 2) for k, v in pct.items()},
+                    "source": f"reports/{gpu_slug}/autotune.csv",
+                    "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    data[gpu_slug]["buckets"] = sorted(buckets, key=lambda b: (b["max_seq"], b["dtype"]))
     write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
@@ -216,7 +274,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--arch", default=None, help="static build arch (default: the GPU's, else sm_90)")
     p.add_argument("--gpu", default=None, help="GPU slug for --static-only output (default h200)")
     p.add_argument("--dtype", default="fp16")
-    p.add_argument("--seqs", default=",".join(map(str, TUNE_SEQS)))
+    p.add_argument("--seqs", default=None, help=f"default {','.join(map(str, TUNE_SEQS))}, "
+                   "or with --bucket the bench's S up to it")
+    p.add_argument("--bucket", type=int, default=None, metavar="MAX_SEQ",
+                   help="tune kernel 7 for S <= MAX_SEQ in --dtype only: the winner becomes that bucket")
+    p.add_argument("--space", choices=sorted(SPACES), default="seed",
+                   help="seed: the series' space; extended: + persistent grid, 2 CTAs/SM")
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--top", type=int, default=10)
@@ -233,10 +296,17 @@ def main(argv: list[str] | None = None) -> int:
         from flashprof.profiling.workload import check_dtype, seed_shape
 
         check_dtype(args.dtype)
-        try:
-            seqs = tuple(int(s) for s in args.seqs.split(","))
-        except ValueError:
-            raise FlashprofError(f"bad --seqs {args.seqs!r}: give comma-separated integers") from None
+        if args.bucket is not None and args.bucket <= 0:
+            raise FlashprofError(f"bad --bucket {args.bucket}: must be a positive sequence length")
+        if args.seqs is None:
+            seqs = bucket_seqs(args.bucket) if args.bucket else TUNE_SEQS
+        else:
+            try:
+                seqs = tuple(int(s) for s in args.seqs.split(","))
+            except ValueError:
+                raise FlashprofError(f"bad --seqs {args.seqs!r}: give comma-separated integers") from None
+        if args.bucket and any(s > args.bucket for s in seqs):
+            raise FlashprofError(f"--seqs {','.join(map(str, seqs))} go beyond --bucket {args.bucket}")
         for s in seqs:
             seed_shape(s)  # a positive length
         say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
@@ -250,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
             arch = args.arch or "sm_" + gpu["compute_capability"].replace(".", "")
         out_dir = ROOT / "reports" / gpu_slug
         check_writable(out_dir)
-        cfgs, rejected = space()
+        cfgs, rejected = SPACES[args.space]()
         say(f"space: {len(cfgs) + len(rejected)} combinations, {len(rejected)} rejected by config rules, "
             f"{len(cfgs)} candidates")
         static_csv = out_dir / "autotune_static.csv"
@@ -297,12 +367,15 @@ def main(argv: list[str] | None = None) -> int:
         if not ranked:
             raise FlashprofError("no configuration finished the sweep")
         hm, slug, cfg, pct = ranked[0]
-        if not args.no_save:
+        if not args.no_save and args.bucket:
+            save_bucket_winner(gpu_slug, args.bucket, hm, cfg, pct, args.dtype, seqs)
+        elif not args.no_save:
             save_winner(gpu_slug, hm, cfg, pct, args.dtype, seqs)
         print(f"{'rank':>4} {'harmonic TFLOP/s':>16} {'% of FA2':>8}  config")
         for i, (h, s, _, pc) in enumerate(ranked[: args.top], 1):
             print(f"{i:>4} {h:16.1f} {pc['hm_pct']:8.1f}  {s}")
-        print(f"winner for {gpu_slug}: {slug} ({hm:.1f} TFLOP/s, {pct['hm_pct']:.1f}% of FA2) -> {'not saved (--no-save)' if args.no_save else TUNED_FILE.name}; "
+        where = f" S<={args.bucket} {args.dtype}" if args.bucket else ""
+        print(f"winner for {gpu_slug}{where}: {slug} ({hm:.1f} TFLOP/s, {pct['hm_pct']:.1f}% of FA2) -> {'not saved (--no-save)' if args.no_save else TUNED_FILE.name}; "
               f"sweep {time.perf_counter() - t0:.0f}s")
         return 0
 
@@ -335,7 +408,7 @@ def run_workers(todo, seqs, args, csv_path, gpu_slug, say) -> None:
                "FLASHPROF_TUNE_SLUGS": ",".join(c.slug for c in share)}
         cmd = [sys.executable, "-m", "flashprof.profiling.tune", "--dtype", args.dtype,
                "--seqs", ",".join(map(str, seqs)), "--reps", str(args.reps), "--warmup", str(args.warmup),
-               "--csv", str(csv_path), "--no-save"]
+               "--csv", str(csv_path), "--no-save", "--space", getattr(args, "space", "seed")]
         procs.append((w, gpu, len(share), subprocess.Popen(cmd, env=env)))
         say(f"worker {w}: GPU {gpu}, {len(share)} candidates")
     failed = []

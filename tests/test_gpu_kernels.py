@@ -134,3 +134,57 @@ def test_compute_sanitizer_clean(drivers, n, tool):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert "ERROR SUMMARY: 0 errors" in r.stdout or "RACECHECK SUMMARY: 0 hazards" in r.stdout, r.stdout[-2000:]
+
+
+# Every config this GPU's kernel 7 can dispatch to (kernels/tuned.json: default + per-S
+# buckets), besides the series' seed config above.
+def _dispatch_configs() -> list[KernelConfig]:
+    from flashprof.kernels.config import dispatch, gpu_slug
+
+    return dispatch(7, gpu_slug(torch.cuda.get_device_name())).configs()
+
+
+DISPATCH = _dispatch_configs()
+# Enough Q tiles that a persistent CTA walks several (>= 3 waves of 132 SMs x 2 CTAs).
+MANY_TILES = Shape(2, 1024, 40)
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("cfg", DISPATCH, ids=[c.slug for c in DISPATCH])
+def test_every_kernel7_dispatch_config_is_correct(cfg, dtype):
+    k = load(cfg)
+    for shape in [s for s in SHAPES if s.seq % cfg.seq_multiple() == 0] + [MANY_TILES]:
+        v = check(k, shape, dtype)
+        assert v.ok and v.unwritten == 0, f"{cfg.slug} {dtype} {shape}: {v.reason}"
+
+
+def test_load7_dispatches_per_shape():
+    from flashprof.kernels.config import gpu_slug
+
+    slug = gpu_slug(torch.cuda.get_device_name())
+    k = load(7)
+    for seq in (512, 1024, 2048, 4096):
+        for dtype in ("fp16", "bf16"):
+            want = variant(7, gpu=slug, seq=seq, dtype=dtype)
+            got = k.choice(seq, dtype) if hasattr(k, "choice") else k.config
+            assert got == want, str(k)
+            v = check(k, Shape(1, seq, 2), dtype)
+            assert v.ok, f"{str(k)} at S={seq} {dtype}: {v.reason}"
+
+
+@pytest.mark.parametrize("tool", ["memcheck", "racecheck"])
+@pytest.mark.parametrize("cfg", DISPATCH, ids=[c.slug for c in DISPATCH])
+def test_compute_sanitizer_clean_kernel7_dispatch(tmp_path, cfg, tool):
+    exe = _sanitizer()
+    major, minor = torch.cuda.get_device_capability()
+    drv = tmp_path / "driver"
+    cmd = ["nvcc", "-O3", "-std=c++17", "-lineinfo", f"-arch=sm_{major}{minor}", *cfg.nvcc_flags(),
+           str(ROOT / "kernels/csrc/driver.cu"), str(ROOT / "kernels/csrc/flash_fwd.cu"), "-o", str(drv)]
+    b = subprocess.run(cmd, capture_output=True, text=True)
+    assert b.returncode == 0, b.stdout + b.stderr
+    # persistent configs: more Q tiles than one wave, so CTAs reuse both Q buffers
+    heads = 2 if not cfg.persistent else 300 * cfg.B_r // 512
+    r = subprocess.run([exe, "--tool", tool, "--error-exitcode", "9", str(drv), "1", "512", str(heads), "fp16"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "ERROR SUMMARY: 0 errors" in r.stdout or "RACECHECK SUMMARY: 0 hazards" in r.stdout, r.stdout[-2000:]

@@ -224,3 +224,48 @@ def test_dispatch_kernel_calls_the_kernel_for_the_shape(tuned, built, monkeypatc
     k(_FakeTensor(512, "torch.bfloat16"), None, None)
     k(_FakeTensor(4096), None, None)
     assert calls == [SHORT.slug, BF16.slug, LONG.slug]
+
+
+# ------------------------------------------------------------------ the tuner per bucket
+def test_tuner_bucket_winner_lands_in_tuned_json_and_dispatches(tmp_path, monkeypatch):
+    from flashprof.profiling import tune
+
+    path = tmp_path / "tuned.json"
+    tune.save_winner("h200", 330.0, LONG.to_dict(), {1024: 94.0, "hm_pct": 98.0}, "fp16", (1024, 4096), path=path)
+    tune.save_bucket_winner("h200", 1024, 300.0, SHORT.to_dict(), {512: 101.0, 1024: 100.5, "hm_pct": 100.7},
+                            "fp16", (512, 1024), path=path)
+    tune.save_bucket_winner("h200", 1024, 301.0, BF16.to_dict(), {512: 100.2, "hm_pct": 100.2}, "bf16", (512, 1024),
+                            path=path)
+    # re-tuning a bucket replaces it; re-tuning the default keeps the buckets
+    tune.save_bucket_winner("h200", 1024, 302.0, BF16.to_dict(), {512: 100.9, "hm_pct": 100.9}, "fp16", (512, 1024),
+                            path=path)
+    tune.save_winner("h200", 331.0, LONG.to_dict(), {1024: 94.0, "hm_pct": 98.1}, "fp16", (1024, 4096), path=path)
+    entry = json.loads(path.read_text())["h200"]
+    assert [(b["max_seq"], b["dtype"], b["slug"]) for b in entry["buckets"]] == [
+        (1024, "bf16", BF16.slug), (1024, "fp16", BF16.slug)]
+    monkeypatch.setattr(config, "TUNED_FILE", path)
+    assert config.variant(7, "h200", 512, "fp16") == BF16 and config.variant(7, "h200", 2048, "fp16") == LONG
+
+
+def test_tuner_bucket_needs_a_default_entry(tmp_path):
+    from flashprof.profiling import tune
+    from flashprof.kernels.cli import FlashprofError
+
+    with pytest.raises(FlashprofError, match="no default entry"):
+        tune.save_bucket_winner("h200", 1024, 1.0, SHORT.to_dict(), {"hm_pct": 1.0}, "fp16", (512,),
+                                path=tmp_path / "tuned.json")
+
+
+def test_bucket_seqs_and_extended_space():
+    from flashprof.profiling import tune
+    from flashprof.kernels.cli import FlashprofError
+
+    assert tune.bucket_seqs(1024) == (512, 1024) and tune.bucket_seqs(2048) == (512, 1024, 2048)
+    with pytest.raises(FlashprofError, match="bucket"):
+        tune.bucket_seqs(256)
+    seed, _ = tune.space()
+    ext, _ = tune.extended_space()
+    assert set(seed) < set(ext)
+    assert any(c.persistent for c in ext) and any(c.min_blocks_per_sm == 2 for c in ext)
+    assert all(c.n_warps == 8 and c.B_c <= 64 for c in ext if c.min_blocks_per_sm)
+    assert all(c.eager_load_blocks for c in ext if c.persistent)
