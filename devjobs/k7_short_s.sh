@@ -40,16 +40,15 @@ from pathlib import Path
 OUT, START = Path(sys.argv[1]), float(sys.argv[2])
 DEADLINE = START + 440          # the shell's timeout is 450 s after setup; stop cleanly before
 ROOT = Path.cwd()
-sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from kernels.config import KernelConfig  # noqa: E402
-from profiling.bench import l2_flush_buffer, time_fn  # noqa: E402
-from profiling.correctness import check  # noqa: E402
-from profiling.reference import sdpa  # noqa: E402
-from profiling.shared_lib import SharedLibKernel, build_shared_lib  # noqa: E402
-from profiling.workload import Shape, make_inputs, seed_shape  # noqa: E402
+from flashprof.kernels.config import KernelConfig  # noqa: E402
+from flashprof.profiling.bench import l2_flush_buffer, time_fn  # noqa: E402
+from flashprof.profiling.correctness import check  # noqa: E402
+from flashprof.profiling.reference import sdpa  # noqa: E402
+from flashprof.profiling.shared_lib import SharedLibKernel, build_shared_lib  # noqa: E402
+from flashprof.profiling.workload import Shape, make_inputs, seed_shape  # noqa: E402
 
 def say(msg):
     print(f"[{time.time() - START:6.1f}s] {msg}", flush=True)
@@ -89,7 +88,7 @@ for n in names:
 
 # ---- 2. static build: registers, spills, CTAs/SM
 try:
-    from profiling.tune import static_prune
+    from flashprof.profiling.tune import static_prune
     rows = static_prune([cfgs[n] for n in names], arch, "fp16", progress=say)
     with open(OUT / "k7_static.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["name", *rows[0].keys()])
