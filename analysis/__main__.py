@@ -19,7 +19,8 @@ from flashprof.analysis.gap.pipes_model.pipes_report import gap_paths
 from flashprof.analysis.gap.pipes_model.pipes_report import render_table as render_gap_table
 from flashprof.analysis.gap.pipes_model.pipes_report import to_records as gap_records
 from flashprof.analysis.report.parse import REPORT_SUFFIX
-from flashprof.analysis.stages.summary import (compare, render_compare_table, render_csv, render_json, render_table, summarize_paths)
+from flashprof.analysis.stages.launches import ALL, parse_choice
+from flashprof.analysis.stages.summary import (select_rows, compare, render_compare_table, render_csv, render_json, render_table, summarize_paths)
 
 PROG = "analysis"
 FORMATS = ("table", "json", "csv")
@@ -44,6 +45,9 @@ def _build_parser() -> ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="{summary,compare,gap}")
     s = sub.add_parser("summary", help="one column/object per profiled kernel launch")
     s.add_argument("reports", nargs="+", help="report files or directories of them")
+    s.add_argument("--launch", default="all", metavar="N|dominant|all",
+                   help="which launches of each report: all (default), the one carrying the most GPU time, "
+                        "or launch N (a report with one launch keeps it)")
     c = sub.add_parser("compare", help="two reports side by side with deltas and regression flags")
     c.add_argument("a", help="baseline report")
     c.add_argument("b", help="report compared against the baseline")
@@ -114,7 +118,16 @@ def _run(ns: argparse.Namespace) -> str:
             return render_json(gap_records(table, errors))
         return render_gap_table(table, errors)
     if ns.command == "summary":
+        try:
+            choice = parse_choice(ns.launch)
+        except ValueError as exc:
+            raise ReportError(str(exc)) from None
         rows = summarize_paths(_expand(ns.reports), cache=cache)
+        if choice != ALL:
+            try:
+                rows = select_rows(rows, choice)
+            except ValueError as exc:
+                raise ReportError(str(exc)) from None
         return {"table": render_table, "json": render_json, "csv": render_csv}[ns.format](rows)
     a_path, b_path = _expand([ns.a]), _expand([ns.b])
     if len(a_path) != 1 or len(b_path) != 1:

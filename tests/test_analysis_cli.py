@@ -159,6 +159,13 @@ def test_pct_of_fa2_from_ref_in_same_directory(tmp_path, capsys):
     assert rec["pct_of_fa2"] == pytest.approx(100 * ref_ns / sol_ns, rel=1e-12)
 
 
+def _launches_in(path) -> int:
+    """Launches (actions over all ranges) of a report, straight from ncu_report."""
+    ncu_report = pytest.importorskip("ncu_report")
+    rep = ncu_report.load_report(str(path))
+    return sum(rep.range_by_idx(i).num_actions() for i in range(rep.num_ranges()))
+
+
 def test_directory_argument_and_table(capsys):
     rc, out, _ = _run(capsys, "summary", ROOT / "reports" / "h200")
     assert rc == 0
@@ -166,11 +173,17 @@ def test_directory_argument_and_table(capsys):
     # Identity shared by all nine launches is printed once, not nine times.
     assert lines[0].startswith("all launches:") and "NVIDIA H200" in lines[0] and "seq 4096" in lines[0]
     header = next(line for line in lines if line.split()[:1] == ["cudnn"] and "kernel1" in line).split()
-    stems = sorted(p.name[: -len(".ncu-rep")] for p in (ROOT / "reports" / "h200").glob("*.ncu-rep"))
-    # one column per report, long names shortened in the middle to 16 characters
+    stems = []
+    for p in sorted((ROOT / "reports" / "h200").glob("*.ncu-rep")):
+        n = _launches_in(p)
+        s = p.name[: -len(".ncu-rep")]
+        stems += [s] if n == 1 else [f"{s}#{i}" for i in range(n)]
+    # one column per launch (report#launch for a report of several), long names
+    # shortened in the middle to 16 characters
     assert len(header) == len(stems)
     assert all(h == s or (len(h) == 16 and "…" in h and s.startswith(h.split("…")[0])) for h, s in zip(header, stems))
-    assert header[:9] == ["cudnn"] + [f"kernel{i}" for i in range(1, 8)] + ["ref"]
+    one = [h for h, s in zip(header, stems) if "#" not in s]  # single-launch reports
+    assert one[:9] == ["cudnn"] + [f"kernel{i}" for i in range(1, 8)] + ["ref"]
     assert any(line.startswith("tensor_tflops_peak") for line in lines)
     # Readable: each launch column stays narrow (<= 17 characters with its gap), so ten
     # launches fit in a wide terminal; every body row has one cell per launch.
@@ -189,7 +202,7 @@ def test_table_single_report_keeps_identity(capsys):
 def test_summary_csv_and_json_for_all_reports(capsys):
     rc, out, _ = _run(capsys, "summary", ROOT / "reports" / "h200", "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(out)))
-    n = len(list((ROOT / "reports" / "h200").glob("*.ncu-rep")))  # one launch per shipped report
+    n = sum(_launches_in(p) for p in (ROOT / "reports" / "h200").glob("*.ncu-rep"))
     assert rc == 0 and len(rows) == n >= 9
     assert {"inst_mix.FFMA", "stalls.math_pipe_throttle", "smem_bank_conflicts.ld"} <= set(rows[0])
     rc, out, _ = _run(capsys, "summary", ROOT / "reports" / "h200", "--format", "json")

@@ -39,6 +39,7 @@ from flashprof.kernels.common import write_atomic  # noqa: E402
 from flashprof.analysis.charts.style import DPI, close
 from flashprof.analysis.report.errors import ReportError  # noqa: E402
 from flashprof.analysis.charts.inputs import (DEFAULT_OUT, DEFAULT_REPORTS, PROG, ROOT, FiguresError, Inputs, Skip, find_reports, make_inputs)  # noqa: E402,F401
+from flashprof.analysis.stages.launches import parse_choice  # noqa: E402
 from flashprof.analysis.charts.specs import ANALYSIS_FRAMES, FIGURES, FigureSpec, safe_name  # noqa: E402,F401
 
 
@@ -90,7 +91,7 @@ def build(inp: Inputs, out: Path, only=None, log=print, jobs: int | None = None)
     names = list(only) if only else list(FIGURES)
     # Parse and compute up front: report errors surface before any drawing, and forked
     # workers inherit the frames instead of recomputing them.
-    for attr in ("frame", "ident", "stems", "bench", "bench_meta", "opcodes", "ptxas", "autotune",
+    for attr in ("frame", "ident", "stems", "shown", "bench", "bench_meta", "opcodes", "ptxas", "autotune",
                  "autotune_static"):
         getattr(inp, attr)
     for attr in ANALYSIS_FRAMES:  # a failure here is reported as a skip by the figures that need it
@@ -159,6 +160,9 @@ def main(argv=None) -> int:
     p.add_argument("--only", nargs="+", metavar="NAME", help=f"subset of: {', '.join(FIGURES)}")
     p.add_argument("--no-cache", action="store_true", help="do not use the parse cache")
     p.add_argument("--jobs", type=int, default=None, help="drawing processes (default: CPUs, at most 4)")
+    p.add_argument("--launch", default="dominant", metavar="N|dominant|all",
+                   help="the launch of each multi-launch report the charts show: its index, the one carrying "
+                        "the most GPU time (default), or all")
     args = p.parse_args(argv)
     return run_cli(PROG, lambda: _run(args))
 
@@ -169,8 +173,9 @@ def _run(args) -> int:
         bad = [n for n in (args.only or []) if n not in FIGURES]
         if bad:
             raise FiguresError(f"unknown figure(s) {', '.join(bad)}; choose from {', '.join(FIGURES)}")
+        launch = parse_choice(args.launch)
         args.out = out_dir(args.reports, args.out)
-        inp = make_inputs(args.reports, args.sass, cache=not args.no_cache)
+        inp = make_inputs(args.reports, args.sass, cache=not args.no_cache, launch=launch)
         written = build(inp, args.out, args.only, jobs=args.jobs)
     except (FlashprofError, OSError, ValueError, KeyError) as exc:
         if os.environ.get("FLASHPROF_DEBUG"):

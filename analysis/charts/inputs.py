@@ -22,6 +22,7 @@ from flashprof.analysis.charts.identity import KERNEL_IDS, _fmt_shape, kernel_ke
 from flashprof.analysis.report.parse import (REPORT_SUFFIX, cache_file, launch_identity, load_frame, load_source_frame)
 from flashprof.analysis.stages.pipes import pipes
 from flashprof.analysis.stages.roofline import roofline
+from flashprof.analysis.stages.launches import ALL, DOMINANT, launch_records, select
 from flashprof.analysis.stages.stalls import bank_conflicts, stalls
 
 PROG = "figures"
@@ -46,6 +47,7 @@ class Inputs:
     sass_dir: Path
     paths: list[Path]
     cache: bool = True
+    launch: str | int = DOMINANT  # which launches per-report charts show: dominant, all or an index
     _sources: dict = field(default_factory=dict, repr=False)
     notes: dict = field(default_factory=dict, repr=False)  # (figure, file) -> why it was left out
     listed: dict = field(default_factory=dict, repr=False)  # figure -> its jobs
@@ -86,20 +88,51 @@ class Inputs:
         return launch_identity(self.frame)
 
     @cached_property
+    def records(self) -> list:
+        """Every launch's record (recipes evaluated once, time share, dominant)."""
+        return launch_records(self.frame)
+
+    @cached_property
+    def shown(self) -> list:
+        """The launch records the charts are about (``launch``: each report's dominant
+        launch, all launches, or launch N); FiguresError for a launch no report has."""
+        try:
+            return select(self.records, self.launch)
+        except ValueError as exc:
+            raise FiguresError(str(exc)) from None
+
+    @cached_property
+    def shown_keys(self) -> set:
+        return {r.key for r in self.shown}
+
+    def _only_shown(self, frame: pd.DataFrame) -> pd.DataFrame:
+        if self.launch == ALL:
+            return frame
+        keep = [k in self.shown_keys for k in zip(frame["report"], frame["range_idx"], frame["launch"])]
+        return frame[keep].reset_index(drop=True)
+
+    @cached_property
+    def shown_ident(self) -> pd.DataFrame:
+        return self._only_shown(self.ident)
+
+    def record(self, key: tuple):
+        return next(r for r in self.records if r.key == key)
+
+    @cached_property
     def roof(self) -> pd.DataFrame:
-        return roofline(self.frame)
+        return self._only_shown(roofline(self.frame))
 
     @cached_property
     def stall(self) -> pd.DataFrame:
-        return stalls(self.frame)
+        return self._only_shown(stalls(self.frame))
 
     @cached_property
     def pipe(self) -> pd.DataFrame:
-        return pipes(self.frame)
+        return self._only_shown(pipes(self.frame))
 
     @cached_property
     def banks(self) -> pd.DataFrame:
-        return bank_conflicts(self.frame)
+        return self._only_shown(bank_conflicts(self.frame))
 
     @cached_property
     def stems(self) -> dict[str, Path]:
@@ -108,10 +141,10 @@ class Inputs:
         names = names.assign(_r=[kernel_rank(kernel_key(r, v)) for r, v in zip(names["report"], names["variant"])])
         return {r: Path(p) for r, p in names.sort_values(["_r", "report"])[["report", "path"]].itertuples(index=False)}
 
-    def source(self, report: str) -> pd.DataFrame:
-        if report not in self._sources:
-            self._sources[report] = _cached_source(self.stems[report], self.cache)
-        return self._sources[report]
+    def source(self, report: str, launch: int = 0) -> pd.DataFrame:
+        if (report, launch) not in self._sources:
+            self._sources[(report, launch)] = _cached_source(self.stems[report], self.cache, launch)
+        return self._sources[(report, launch)]
 
     @cached_property
     def autotune(self) -> pd.DataFrame | None:
@@ -208,25 +241,27 @@ class Inputs:
         return pd.read_csv(p, dtype={"kernel": str}) if p.is_file() else None
 
 
-def _cached_source(path: Path, cache: bool = True) -> pd.DataFrame:
+def _cached_source(path: Path, cache: bool = True, launch: int = 0) -> pd.DataFrame:
     """``load_source_frame`` behind a parquet cache beside the parse cache (same content
-    hash, ``.src`` suffix), so drawing the stall-line figures does not reopen reports."""
+    hash, ``.src`` suffix; ``.src<N>`` for launch N > 0), so drawing the stall-line figures
+    does not reopen reports."""
     if not cache:
-        return load_source_frame(path)
+        return load_source_frame(path, launch)
     try:
         target = cache_file(path)
-        target = target.with_name(target.name[: -len(".parquet")] + ".src.parquet")
+        target = target.with_name(target.name[: -len(".parquet")] + f".src{int(launch) or ''}.parquet")
         if target.is_file():
             return pd.read_parquet(target)
     except Exception:
         target = None
-    frame = load_source_frame(path)
+    frame = load_source_frame(path, launch)
     if target is not None:
         try:
             target.parent.mkdir(exist_ok=True)
             write_atomic(target, lambda tmp: frame.to_parquet(tmp, index=False))
             stem = target.name.split(".", 1)[0]
-            for old in target.parent.glob(f"{stem}.*.src.parquet"):
+            suffix = target.name.rsplit(".", 2)[-2]  # src or src<N>
+            for old in target.parent.glob(f"{stem}.*.{suffix}.parquet"):
                 if old != target:
                     old.unlink(missing_ok=True)
         except Exception:
@@ -245,7 +280,8 @@ def find_reports(reports_dir: Path) -> list[Path]:
     return found
 
 
-def make_inputs(reports_dir: Path, sass_dir: Path | None = None, cache: bool = True) -> Inputs:
+def make_inputs(reports_dir: Path, sass_dir: Path | None = None, cache: bool = True,
+                launch: str | int = DOMINANT) -> Inputs:
     reports_dir = Path(reports_dir)
     sass_dir = Path(sass_dir) if sass_dir else reports_dir.parent / "sass"
-    return Inputs(reports_dir, sass_dir, find_reports(reports_dir), cache=cache)
+    return Inputs(reports_dir, sass_dir, find_reports(reports_dir), cache=cache, launch=launch)

@@ -60,6 +60,31 @@ def _launch_count(inp: Inputs, report: str) -> str:
     return f"{n} launch{'es' if n > 1 else ''}"
 
 
+def _share(rec) -> str:
+    return "GPU time unknown" if rec.time_share != rec.time_share else f"{100 * rec.time_share:.1f} % of the GPU time"
+
+
+def launch_note(inp: Inputs, report: str, launch: int | None = None, short: bool = False) -> str:
+    """Which launch(es) of a multi-launch report a chart shows and their share of the time
+    ('' for a report with one launch): 'launch 2 of 3 (name, 99.9 % of the GPU time, the
+    dominant launch)'; ``short`` (chart titles): 'launch 2 of 3, 99.9 % of the GPU time'."""
+    recs = [r for r in inp.records if r.key[0] == report]
+    if len(recs) < 2:
+        return ""
+    shown = [r for r in recs if r.key in inp.shown_keys and (launch is None or r.key[2] == launch)]
+    if len(shown) == len(recs) and launch is None:
+        return f"all {len(recs)} launches"
+    if short:
+        return "; ".join(f"launch {r.key[2]} of {len(recs)}, {_share(r)}" for r in shown)
+    parts = [f"launch {r.key[2]} of {len(recs)} ({str(r.ident['kernel'])[:48]}, {_share(r)}"
+             + (", the dominant launch" if r.dominant else "") + ")" for r in shown]
+    return "; ".join(parts)
+
+
+def _shown_launches(inp: Inputs, report: str) -> list[int]:
+    return [r.key[2] for r in inp.shown if r.key[0] == report]
+
+
 def _roofline(inp: Inputs):
     _need(inp, "roof", ROOF_COLUMNS, "roofline")
     jobs = []
@@ -74,11 +99,15 @@ def _roofline(inp: Inputs):
             title = f"Hierarchical roofline: {kernel_label(key)}  ({kname[:60]})"
         else:
             title = f"Hierarchical roofline: {report}"
+        which = launch_note(inp, report)
+        if which:
+            title += f"  \u00b7  {launch_note(inp, report, short=True)}"
         who = f"{report} = {kernel_label(key)}" if is_series(key) else report
         cap = (f"hierarchical roofline of {who} ({_launch_count(inp, report)}, "
-               f"{labels.function_runs(*_launch_funcs(inp, report))}) on {_gpus(inp, [report])}")
+               f"{labels.function_runs(*_launch_funcs(inp, report))}) on {_gpus(inp, [report])}"
+               + (f"; shown: {which}" if which else ""))
         jobs.append((fname, lambda r=report, t=title: plot_roofline(
-            inp.roof, inp.ident, [r], title=t, fp32_points=True, measured=inp.measured_roofs([r])), cap))
+            inp.roof, inp.shown_ident, [r], title=t, fp32_points=True, measured=inp.measured_roofs([r])), cap))
     # one overlay per GPU: roofs of different GPUs do not share a chart
     by_gpu: dict[str, list[str]] = {}
     for report in inp.stems:
@@ -93,7 +122,7 @@ def _roofline(inp: Inputs):
             continue
         title = "Hierarchical roofline: all kernels" if inp.series else f"Hierarchical roofline: {len(drawable)} reports on {gpu}"
         jobs.append((fname, lambda rs=drawable, t=title: plot_roofline(
-            inp.roof, inp.ident, None if len(by_gpu) == 1 and rs == list(inp.stems) else rs, title=t,
+            inp.roof, inp.shown_ident, None if len(by_gpu) == 1 and rs == list(inp.stems) else rs, title=t,
             fp32_points=not inp.series, measured=inp.measured_roofs(rs)),
             f"hierarchical roofline of {len(drawable)} reports on {gpu} in one chart"))
     return jobs
@@ -109,36 +138,49 @@ def _gpus(inp: Inputs, reports) -> str:
     return " / ".join(sorted({labels.gpu_short(v) for v in g})) or "GPU unknown"
 
 
-def _stall_lines_one(inp: Inputs, report: str):
-    src = inp.source(report)
+def _stall_lines_one(inp: Inputs, report: str, launch: int = 0):
+    src = inp.source(report, launch)
     top = top_stall_lines(src, TOP_LINES)
     key = kernel_key(report, _variant(inp, report))
     has_lines = bool(len(top)) and bool((top["location"] != "").any())
     note = "" if has_lines or top.empty else " \u00b7 no CUDA file:line (built without -lineinfo)"
-    return plot_stall_lines(src, top, title=f"Hottest SASS instructions by stall samples: {kernel_label(key)}",
-                                  context=context_line(inp.ident, _roof_or_none(inp), reports=[report]) + note)
+    which = launch_note(inp, report, launch, short=True)
+    ident = inp.ident[(inp.ident["report"] != report) | (inp.ident["launch"] == launch)]
+    return plot_stall_lines(src, top, title=f"Hottest SASS instructions by stall samples: {kernel_label(key)}"
+                            + (f"  \u00b7  {which}" if which else ""),
+                            context=context_line(ident, _roof_or_none(inp), reports=[report]) + note)
 
 
 def _stall_lines(inp: Inputs):
     jobs = []
     for r in inp.stems:
-        fname = f"stall_lines_{safe_name(r)}.png"
-        try:
-            empty = top_stall_lines(inp.source(r), TOP_LINES).empty
-        except (ReportError, KeyError, ValueError) as exc:
-            inp.note("stall_lines", fname, f"{r}: per-instruction data unreadable ({str(exc).strip()[:80]})")
-            continue
-        if empty:
-            inp.note("stall_lines", fname, f"{r}: no PC-sampling stall samples (SourceCounters section not collected)")
-            continue
-        jobs.append((fname, lambda r=r: _stall_lines_one(inp, r),
-                     f"the {TOP_LINES} SASS instructions of {r} with the most stall samples, by reason"))
+        launches = _shown_launches(inp, r)
+        for n in launches:
+            fname = f"stall_lines_{safe_name(r)}{f'_launch{n}' if len(launches) > 1 else ''}.png"
+            try:
+                empty = top_stall_lines(inp.source(r, n), TOP_LINES).empty
+            except (ReportError, KeyError, ValueError) as exc:
+                inp.note("stall_lines", fname, f"{r}: per-instruction data unreadable ({str(exc).strip()[:80]})")
+                continue
+            if empty:
+                inp.note("stall_lines", fname, f"{r}: no PC-sampling stall samples (SourceCounters section not collected)")
+                continue
+            which = launch_note(inp, r, n)
+            jobs.append((fname, lambda r=r, n=n: _stall_lines_one(inp, r, n),
+                         f"the {TOP_LINES} SASS instructions of {r} with the most stall samples, by reason"
+                         + (f"; shown: {which}" if which else "")))
     return jobs
 
 
 def _all_launches(inp: Inputs) -> str:
-    n, k = len(inp.ident), inp.ident["report"].nunique()
-    return f"{n} launch{'es' if n > 1 else ''} of {k} report{'s' if k > 1 else ''}"
+    n, k = len(inp.shown_ident), inp.shown_ident["report"].nunique()
+    text = f"{n} launch{'es' if n > 1 else ''} of {k} report{'s' if k > 1 else ''}"
+    left = len(inp.ident) - n
+    if left:
+        how = "the dominant launch of each" if inp.launch == "dominant" else f"launch {inp.launch} of each"
+        notes = [f"{r}: {launch_note(inp, r)}" for r in inp.stems if launch_note(inp, r)]
+        text += f" ({how} multi-launch report, {left} other launch{'es' if left > 1 else ''} left out; {'; '.join(notes)})"
+    return text
 
 
 ANALYSIS_FRAMES = ("roof", "stall", "pipe", "banks")
@@ -176,13 +218,13 @@ def _need(inp: Inputs, attr: str, cols, what: str) -> None:
 
 def _stalls(inp: Inputs):
     _need(inp, "stall", ("report", "launch", "range_idx", "reason", "per_issue"), "stall")
-    return [("stalls.png", lambda: plot_stalls(inp.stall, inp.ident, _roof_or_none(inp)),
+    return [("stalls.png", lambda: plot_stalls(inp.stall, inp.shown_ident, _roof_or_none(inp)),
              f"warp stall reasons (cycles per issued instruction and shares), {_all_launches(inp)}")]
 
 
 def _pipes(inp: Inputs):
     _need(inp, "pipe", ("report", "launch", "range_idx", "category", "name", "value"), "pipe")
-    return [("pipes.png", lambda: plot_pipes(inp.pipe, inp.ident, _roof_or_none(inp)),
+    return [("pipes.png", lambda: plot_pipes(inp.pipe, inp.shown_ident, _roof_or_none(inp)),
              f"pipe utilisation and issue slots, % of peak, {_all_launches(inp)}")]
 
 
@@ -306,7 +348,7 @@ def _sass_mix(inp: Inputs):
 
 def _bank(inp: Inputs):
     _need(inp, "banks", ("report", "launch", "range_idx", "op", "nway", "ldsm_inst"), "bank-conflict")
-    return [("bank_conflicts.png", lambda: plot_bank_conflicts(inp.banks, inp.ident, _roof_or_none(inp)),
+    return [("bank_conflicts.png", lambda: plot_bank_conflicts(inp.banks, inp.shown_ident, _roof_or_none(inp)),
              f"shared-memory bank-conflict degree and ldmatrix count, {_all_launches(inp)}")]
 
 

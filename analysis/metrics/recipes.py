@@ -27,6 +27,8 @@ the older chart's ``_hfma_pred_on_x2`` counts an HFMA2 as 2 FLOPs and is kept as
 """
 from __future__ import annotations
 
+import weakref
+from dataclasses import dataclass
 
 from flashprof.analysis.metrics.recipe_kit import (NAN, EXACT, DERIVED, TENSOR_FP16_FLOP_PER_CLK_PER_SM, SMEM_BYTES_PER_WAVEFRONT, SMEM_BYTES_PER_CLK_PER_SM, L2_BYTES_PER_CYCLE, L1_BYTES_PER_CYCLE, SECTOR_BYTES, FLOP_KINDS, Recipe, Result, _r, tensor_counters, tensor_detail, _tensor_exact, _tensor_ceiling_exact, _hmma_pct_elapsed, _tensor_estimate, _tensor_ceiling_estimate, _has_tensor_counters, _DPEAK, _per_cycle_sum, _peak, _fp_recipes, _fp_ceilings, _scaled, _over_time, _from_pct, _peak_at, _l1, _l1_ceiling, _LTS, _DRAM_PCT, _finite)  # noqa: F401 (public names re-exported)
 
@@ -147,8 +149,21 @@ PIPE_METRICS: dict[str, tuple[str, ...]] = {
     "tma": ("sm__pipe_tma_cycles_active.avg.pct_of_peak_sustained_active",),
 }
 ISSUE_METRIC = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+# Warp-state ratio of one stall reason: the one spelling of the name (stalls, the gap model).
 STALL_PREFIX, STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
-BANK_METRIC = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
+STALL_METRIC = STALL_PREFIX + "{}" + STALL_SUFFIX
+BANK_CONFLICT_METRIC = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{}.sum"  # op: ld, st
+SMEM_WAVEFRONT_METRIC = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{}.sum"
+BANK_METRIC = BANK_CONFLICT_METRIC.format("ld")
+LDSM_METRIC = "smsp__inst_executed_op_ldsm.sum"
+INST_EXECUTED_METRIC = "smsp__inst_executed.sum"
+
+
+def stall_reason(metric: str) -> str | None:
+    """The reason in a STALL_METRIC name, None for any other metric."""
+    if metric.startswith(STALL_PREFIX) and metric.endswith(STALL_SUFFIX) and len(metric) > len(STALL_PREFIX + STALL_SUFFIX):
+        return metric[len(STALL_PREFIX):-len(STALL_SUFFIX)]
+    return None
 
 # The ncu option that collects each quantity's first recipe (what a user should add).
 COLLECT: dict[str, str] = {
@@ -178,11 +193,21 @@ EXPECTED = ("duration_ns", "sm_clock_hz", "flops_tensor", "flops_fp32", "flops_f
 
 
 # --------------------------------------------------------------------------- evaluation
-_RANK = {EXACT: 0, DERIVED: 1}
+_RANK = {EXACT: 0, DERIVED: 1}  # the one ranking of provenances: anything else is weaker
 
 
 def _weaker(a: str, b: str) -> str:
     return max((a, b), key=lambda p: _RANK.get(p, 2))
+
+
+def weakest(*provs: str | None) -> str | None:
+    """The weakest of several provenances (exact < derived < estimated:...); None if any is None."""
+    if any(p is None for p in provs):
+        return None
+    out = provs[0]
+    for p in provs[1:]:
+        out = _weaker(out, p)
+    return out
 
 
 class _Ctx:
@@ -231,6 +256,48 @@ def evaluate(m: dict, arch=None) -> dict[str, Result]:
     return {name: ctx.get(name) for name in RECIPES}
 
 
+@dataclass(frozen=True)
+class LaunchEval:
+    """One launch's recipes, evaluated once: its metrics, every quantity's Result, and the
+    EXPECTED quantities it cannot support."""
+    arch: str | None
+    metrics: dict
+    results: dict
+    missing: tuple
+
+
+# frame id -> (weak reference to the frame, fingerprint of its launch rows, evaluations)
+_EVALUATED: dict[int, tuple] = {}
+
+
+def _fingerprint(frame) -> tuple:
+    import pandas as pd
+    cols = [c for c in ("report", "range_idx", "launch", "arch", "metric", "value") if c in frame.columns]
+    return len(frame), tuple(frame.columns), int(pd.util.hash_pandas_object(frame[cols], index=False).sum())
+
+
+def evaluate_launches(frame, launches) -> dict:
+    """{launch key: LaunchEval} for every launch of the long ``frame``, in frame order.
+
+    ``launches(frame)`` yields ``(key, arch, {metric: value})`` per launch (the parse
+    stage's ``per_launch``; recipes sit upstream of it). Each launch's recipes run once per
+    frame: the warning at load time, the roofline, pipes, stalls, summary and figures of
+    the same frame read the same evaluations (a frame changed in place is evaluated again).
+    """
+    fp = _fingerprint(frame)
+    hit = _EVALUATED.get(id(frame))
+    if hit is not None and hit[0]() is frame and hit[1] == fp:
+        return hit[2]
+    out = {}
+    for key, arch, m in launches(frame):
+        res = evaluate(m, arch)
+        out[key] = LaunchEval(arch, m, res, tuple(missing(m, res)))
+    for k in [k for k, v in _EVALUATED.items() if v[0]() is None]:
+        del _EVALUATED[k]
+    _EVALUATED[id(frame)] = (weakref.ref(frame), fp, out)
+    return out
+
+
 def missing(m: dict, results: dict[str, Result]) -> list[str]:
     """EXPECTED quantities this launch's metrics cannot support."""
     have = set(m)
@@ -243,7 +310,7 @@ def missing(m: dict, results: dict[str, Result]) -> list[str]:
         elif q == "issue_active":
             ok = ISSUE_METRIC in have
         elif q == "stalls":
-            ok = any(n.startswith(STALL_PREFIX) and n.endswith(STALL_SUFFIX) for n in have)
+            ok = any(stall_reason(n) for n in have)
         else:
             ok = BANK_METRIC in have
         if not ok:

@@ -306,8 +306,8 @@ def validate_frame(frame: pd.DataFrame) -> None:
 def missing_quantities(frame: pd.DataFrame) -> dict[str, list[str]]:
     """{report: [quantity, ...]} the recipes cannot compute for at least one launch."""
     out: dict[str, list[str]] = {}
-    for (report, _r, _l), arch, m in per_launch(frame):
-        lost = recipes.missing(m, recipes.evaluate(m, arch))
+    for (report, _r, _l), ev in recipes.evaluate_launches(frame, per_launch).items():
+        lost = ev.missing
         have = out.setdefault(str(report), [])
         have += [q for q in lost if q not in have]
     return {r: sorted(q, key=recipes.EXPECTED.index) for r, q in out.items() if q}

@@ -24,8 +24,9 @@ import math
 
 import pandas as pd
 
-from flashprof.analysis.report.parse import LAUNCH_KEY, launch_identity, per_launch
+from flashprof.analysis.report.parse import LAUNCH_KEY
 from flashprof.analysis.metrics.recipes import DERIVED, EXACT, ISSUE_METRIC, PIPE_METRICS  # noqa: F401 (re-exported)
+from flashprof.analysis.stages.launches import launch_records
 
 # Pipe -> metric alternatives live in flashprof.analysis.metrics.recipes (one table for every number). The
 # tensor pipe's hmma counter covers mma.sync and, on sm_90, wgmma (both run on the same
@@ -41,11 +42,11 @@ PIPES_COLUMNS = ("report", "range_idx", "launch", "kernel", "variant", "category
 
 def pipes(frame: pd.DataFrame) -> pd.DataFrame:
     """Pipe utilisation, issue activity and instruction mixes per launch (long format)."""
-    ident = launch_identity(frame).set_index(list(LAUNCH_KEY))
     rows = []
-    for key, _arch, m in per_launch(frame):
+    for rec in launch_records(frame):
+        key, m = rec.key, rec.metrics
         base = {"report": key[0], "range_idx": key[1], "launch": key[2],
-                "kernel": ident.loc[key, "kernel"], "variant": ident.loc[key, "variant"]}
+                "kernel": rec.ident["kernel"], "variant": rec.ident["variant"]}
         for pipe, alternatives in PIPE_METRICS.items():
             metric = next((a for a in alternatives if a in m), alternatives[0])
             prov = None if metric not in m else EXACT if metric == alternatives[0] else DERIVED

@@ -53,7 +53,7 @@ import math
 import pandas as pd
 
 from flashprof.analysis.metrics import recipes
-from flashprof.analysis.report.parse import LAUNCH_KEY, launch_identity, per_launch
+from flashprof.analysis.stages.launches import launch_records
 from flashprof.analysis.metrics.recipes import (FLOP_KINDS, L1_BYTES_PER_CYCLE, L2_BYTES_PER_CYCLE, SMEM_BYTES_PER_CLK_PER_SM, SMEM_BYTES_PER_WAVEFRONT)  # noqa: F401 (re-exported)
 
 CONVENTION = "ncu-hierarchical-roofline"
@@ -90,9 +90,10 @@ def flops_kind(rates: dict[str, float]) -> str | None:
     return max(known, key=lambda kv: (kv[1], -FLOP_KINDS.index(kv[0])))[0]
 
 
-def launch_quantities(m: dict, arch) -> dict:
-    """Per-launch roofline inputs from the recipes: values, provenance and the tensor path."""
-    res = recipes.evaluate(m, arch)
+def launch_quantities(ev: recipes.LaunchEval) -> dict:
+    """Per-launch roofline inputs from the launch's evaluated recipes: values, provenance
+    and the tensor path."""
+    res, m = ev.results, ev.metrics
     val = {q: r.value for q, r in res.items()}
     prov = {q: r.provenance for q, r in res.items()}
     rates = {k: val[f"flops_{k}"] for k in FLOP_KINDS}
@@ -110,11 +111,10 @@ def launch_quantities(m: dict, arch) -> dict:
 
 def roofline(frame: pd.DataFrame) -> pd.DataFrame:
     """Hierarchical roofline rows (see module docstring) for every launch in ``frame``."""
-    ident = launch_identity(frame).set_index(list(LAUNCH_KEY))
     rows = []
-    for key, _arch, m in per_launch(frame):
-        info = ident.loc[key]
-        q = launch_quantities(m, info["arch"])
+    for rec in launch_records(frame):
+        key, info = rec.key, rec.ident
+        q = launch_quantities(rec.eval)
         val, prov, kind = q["val"], q["prov"], q["kind"]
         tensor, fp32, total = val["flops_tensor"], val["flops_fp32"], q["total"]
         flops = val[f"flops_{kind}"] if kind else _NAN

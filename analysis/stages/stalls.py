@@ -17,7 +17,8 @@ import math
 
 import pandas as pd
 
-from flashprof.analysis.report.parse import LAUNCH_KEY, launch_identity, per_launch
+from flashprof.analysis.metrics import recipes
+from flashprof.analysis.stages.launches import launch_records
 
 # Canonical order: grouped by family, largest-impact families first.
 STALL_FAMILIES: dict[str, tuple[str, ...]] = {
@@ -37,7 +38,7 @@ FAMILY_ORDER: tuple[str, ...] = tuple(STALL_FAMILIES)
 # "selected" is the issuing warp, not a stall; it stays in the fractions (they describe
 # where warp cycles go) but is flagged and excluded from "top stall" rankings.
 NOT_A_STALL = frozenset({"selected"})
-_RATIO = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+_RATIO = recipes.STALL_METRIC
 
 STALLS_COLUMNS = ("report", "range_idx", "launch", "kernel", "variant", "reason", "family",
                   "is_stall", "per_issue", "fraction", "metric")
@@ -47,25 +48,23 @@ BANK_COLUMNS = ("report", "range_idx", "launch", "kernel", "variant", "op", "con
 
 def _reasons_in(frame: pd.DataFrame) -> list[str]:
     """Canonical reasons plus any a newer Nsight Compute reports that we do not know."""
-    prefix, suffix = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
-    seen = [m[len(prefix):-len(suffix)] for m in frame["metric"].unique()
-            if m.startswith(prefix) and m.endswith(suffix)]
+    seen = [r for r in map(recipes.stall_reason, frame["metric"].unique()) if r]
     return list(STALL_REASONS) + sorted(set(seen) - set(STALL_REASONS))
 
 
 def stalls(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per (launch, reason): per_issue ratio, fraction of the total, family."""
-    ident = launch_identity(frame).set_index(list(LAUNCH_KEY))
     reasons = _reasons_in(frame)
     rows = []
-    for key, _arch, m in per_launch(frame):
+    for rec in launch_records(frame):
+        key, m = rec.key, rec.metrics
         ratios = {r: m.get(_RATIO.format(r), math.nan) for r in reasons}
         known = [v for v in ratios.values() if not math.isnan(v)]
         total = sum(known) if known else math.nan
         for r in reasons:
             rows.append({
                 "report": key[0], "range_idx": key[1], "launch": key[2],
-                "kernel": ident.loc[key, "kernel"], "variant": ident.loc[key, "variant"],
+                "kernel": rec.ident["kernel"], "variant": rec.ident["variant"],
                 "reason": r, "family": REASON_FAMILY.get(r, "other"), "is_stall": r not in NOT_A_STALL,
                 "per_issue": ratios[r],
                 "fraction": ratios[r] / total if total and not math.isnan(ratios[r]) else math.nan,
@@ -88,19 +87,19 @@ def bank_conflicts(frame: pd.DataFrame) -> pd.DataFrame:
     conflicts, so it averages over all wavefronts. ``ldsm_inst`` (ldmatrix warp
     instructions, smsp__inst_executed_op_ldsm.sum) is repeated on both rows.
     """
-    ident = launch_identity(frame).set_index(list(LAUNCH_KEY))
     rows = []
-    for key, _arch, m in per_launch(frame):
+    for rec in launch_records(frame):
+        key, m = rec.key, rec.metrics
         for op in ("ld", "st"):
-            conflicts = m.get(f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum", math.nan)
-            wavefronts = m.get(f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum", math.nan)
+            conflicts = m.get(recipes.BANK_CONFLICT_METRIC.format(op), math.nan)
+            wavefronts = m.get(recipes.SMEM_WAVEFRONT_METRIC.format(op), math.nan)
             ideal = wavefronts - conflicts
             rows.append({
                 "report": key[0], "range_idx": key[1], "launch": key[2],
-                "kernel": ident.loc[key, "kernel"], "variant": ident.loc[key, "variant"],
+                "kernel": rec.ident["kernel"], "variant": rec.ident["variant"],
                 "op": op, "conflicts": conflicts, "wavefronts": wavefronts,
                 "nway": wavefronts / ideal if ideal > 0 else math.nan,
-                "ldsm_inst": m.get("smsp__inst_executed_op_ldsm.sum", math.nan),
+                "ldsm_inst": m.get(recipes.LDSM_METRIC, math.nan),
             })
     return pd.DataFrame(rows, columns=list(BANK_COLUMNS))
 

@@ -30,28 +30,54 @@ from pathlib import Path
 import pandas as pd
 
 from flashprof.analysis.metrics import recipes
-from flashprof.analysis.report.parse import (LAUNCH_KEY, REPORT_SUFFIX, SHAPE_FIELDS, launch_identity, load_frame, per_launch)
+from flashprof.analysis.report.parse import REPORT_SUFFIX, SHAPE_FIELDS, load_frame
+from flashprof.analysis.stages.launches import launch_records
 from flashprof.analysis.stages.pipes import pipes
 from flashprof.analysis.stages.roofline import roofline
 from flashprof.analysis.stages.stalls import STALL_REASONS, bank_conflicts, stalls
 from flashprof.analysis.stages.summary_render import (_flat, _nan_to_none, jsonable, render_compare_table, render_csv, render_json, render_table)  # noqa: F401 (public names)
 from flashprof.analysis.report.target_key import gpu_name, kernel_key
 
-SUMMARY_KEYS = (
+_BASE_KEYS = (
     "report", "path", "launch", "kernel", "variant", "title", "gpu", "arch",
     "batch", "seq", "heads", "d_head", "dtype",
-    "duration_ns", "sm_clock_hz", "flops_kind", "tflops", "peak_tflops", "total_tflops",
+    "duration_ns", "time_share", "dominant", "sm_clock_hz", "flops_kind", "tflops", "peak_tflops", "total_tflops",
     "tensor_tflops", "fp32_tflops", "fp16_tflops", "fp64_tflops",
     "tensor_tflops_peak", "tensor_path", "tensor_src", "pct_of_tensor_peak", "pct_of_measured_peak",
     "ai_l1", "ai_l2", "ai_dram", "ai_smem",
     "tensor_pipe_pct", "fma_pipe_pct", "alu_pipe_pct", "xu_pipe_pct", "lsu_pipe_pct",
     "issue_active_pct", "inst_executed", "inst_mix", "stalls", "smem_bank_conflicts", "smem_nway",
-    "ldsm_inst", "pct_of_fa2", "provenance", "missing", "collect_hint",
+    "ldsm_inst", "pct_of_fa2",
 )
+_TAIL_KEYS = ("provenance", "missing", "collect_hint")
+# Recipe quantities whose summary field has another name (and unit: value / divisor): the
+# rest of the recipe table appears under its own quantity name, in base units, with its
+# provenance.
+_QUANTITY_FIELDS: dict[str, tuple[str, float]] = {
+    "duration_ns": ("duration_ns", 1.0), "sm_clock_hz": ("sm_clock_hz", 1.0),
+    **{f"flops_{k}": (f"{k}_tflops", 1e12) for k in recipes.FLOP_KINDS},
+    "tensor_ceiling": ("tensor_tflops_peak", 1e12),
+    **{f"{k}_ceiling": (f"{k}_tflops_peak", 1e12) for k in recipes.FLOP_KINDS if k != "tensor"},
+}
+
+
+def recipe_fields() -> dict[str, tuple[str, float]]:
+    """{quantity: (summary field, divisor)} for every quantity of the recipe table."""
+    return {q: _QUANTITY_FIELDS.get(q, (q, 1.0)) for q in recipes.RECIPES}
+
+
+def summary_keys() -> tuple[str, ...]:
+    """The summary record's fields: identity and derived fields, then every recipe
+    quantity not already among them (table order), then provenance/missing."""
+    extra = [f for f, _s in recipe_fields().values() if f not in _BASE_KEYS]
+    return _BASE_KEYS + tuple(dict.fromkeys(extra)) + _TAIL_KEYS
+
+
+SUMMARY_KEYS = summary_keys()
 # Executed warp instructions of these opcodes go into ``inst_mix`` (all opcodes are in the
 # long frame / flashprof.analysis.stages.pipes): tensor, the FP32 softmax work, MUFU exp2, smem loads.
 INST_MIX_OPCODES = ("HMMA", "FFMA", "FMUL", "FADD", "FMNMX", "MUFU", "LDSM", "IMAD")
-INST_EXECUTED_METRIC = "smsp__inst_executed.sum"
+INST_EXECUTED_METRIC = recipes.INST_EXECUTED_METRIC
 REF_VARIANT = "ref"
 # Regression thresholds for `compare` (B against baseline A).
 DURATION_REGRESSION_PCT = 2.0
@@ -93,49 +119,43 @@ def _shape_matches(a: dict, b: dict) -> bool:
 
 def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None,
               ceilings: dict[str, tuple[str, pd.DataFrame]] | None = None) -> list[dict]:
-    """One record per launch (SUMMARY_KEYS). ``ref_frame``: extra reports that may hold
-    the FA2 reference; launches in ``frame`` itself are also considered. ``ceilings``:
+    """One record per launch (``summary_keys()``). ``ref_frame``: extra reports that may
+    hold the FA2 reference; launches in ``frame`` itself are also considered. ``ceilings``:
     {GPU name: (source, measured ceilings frame)} for ``pct_of_measured_peak``."""
+    records = launch_records(frame)
     roof = roofline(frame)
     pipe = pipes(frame)
     stall = stalls(frame)
     banks = bank_conflicts(frame)
-    ident = launch_identity(frame)
-    duration = frame[frame["metric"] == "gpu__time_duration.sum"].set_index(list(LAUNCH_KEY))["value"]
-    gpc_clock = frame[frame["metric"] == "gpc__cycles_elapsed.avg.per_second"].set_index(list(LAUNCH_KEY))["value"]
-    inst_executed = frame[frame["metric"] == INST_EXECUTED_METRIC].set_index(list(LAUNCH_KEY))["value"]
-    launches = {}
-    for key, arch, m in per_launch(frame):
-        launches[key] = {"metrics": m, "results": recipes.evaluate(m, arch)}
+    keys = summary_keys()
+    fields = recipe_fields()
 
     refs = []
     for f in (frame, ref_frame):
         if f is None:
             continue
-        dur = f[f["metric"] == "gpu__time_duration.sum"].set_index(list(LAUNCH_KEY))["value"]
-        for rec in launch_identity(f).to_dict("records"):
-            key = tuple(rec[k] for k in LAUNCH_KEY)
-            if _is_ref(rec["report"], rec["variant"]) and key in dur.index:
-                refs.append((rec, float(dur[key])))
+        for lr in launch_records(f):
+            dur = lr.value("duration_ns")
+            if _is_ref(lr.ident["report"], lr.ident["variant"]) and not math.isnan(dur):
+                refs.append((lr.ident, dur))
+
+    def rows_of(table: pd.DataFrame, key: tuple) -> pd.DataFrame:
+        return table[(table["report"] == key[0]) & (table["launch"] == key[2]) & (table["range_idx"] == key[1])]
 
     out = []
-    for rec in ident.to_dict("records"):
-        key = tuple(rec[k] for k in LAUNCH_KEY)
-        sel = (roof["report"] == key[0]) & (roof["launch"] == key[2]) & (roof["range_idx"] == key[1])
-        r = roof[sel].set_index("level")
+    for lr in records:
+        rec, key, res = lr.ident, lr.key, lr.results
+        r = rows_of(roof, key).set_index("level")
         first = r.iloc[0]
-        row = {k: rec.get(k) for k in SUMMARY_KEYS if k in rec}
-        row["duration_ns"] = duration.get(key, math.nan)
-        sm_clock = first["sm_clock_hz"]
-        # SpeedOfLight-only reports lack the SM clock; the GPC clock is the same domain.
-        row["sm_clock_hz"] = sm_clock if not math.isnan(sm_clock) else gpc_clock.get(key, math.nan)
+        row = {k: rec.get(k) for k in keys if k in rec}
+        for q, (field, divisor) in fields.items():
+            row[field] = res[q].value / divisor
+        row["time_share"] = lr.time_share
+        row["dominant"] = lr.dominant
         row["flops_kind"] = _nan_to_none(first["flops_kind"])
         row["tflops"] = first["flops"] / 1e12
         row["peak_tflops"] = first["compute_ceiling"] / 1e12
         row["total_tflops"] = first["flops_total"] / 1e12
-        for kind in recipes.FLOP_KINDS:
-            row[f"{kind}_tflops"] = first[f"flops_{kind}"] / 1e12
-        row["tensor_tflops_peak"] = first["tensor_ceiling"] / 1e12
         row["tensor_path"] = first["tensor_path"]
         row["tensor_src"] = _nan_to_none(first["tensor_src"])
         row["pct_of_tensor_peak"] = 100 * first["flops_tensor"] / first["tensor_ceiling"]
@@ -143,27 +163,26 @@ def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None,
         row["pct_of_measured_peak"] = measured
         for level, k in _LEVEL_KEYS.items():
             row[k] = r.loc[level, "ai"] if level in r.index else math.nan
-        q = launches[key]
-        row["provenance"] = _provenance(q, r)
+        row["provenance"] = _provenance(lr, r)
         row["provenance"]["pct_of_measured_peak"] = measured_from
-        lost = recipes.missing(q["metrics"], q["results"])
+        lost = list(lr.eval.missing)
         row["missing"] = lost
         row["collect_hint"] = recipes.collect_hint(lost) or None
 
-        p = pipe[(pipe["report"] == key[0]) & (pipe["launch"] == key[2]) & (pipe["range_idx"] == key[1])]
+        p = rows_of(pipe, key)
         pv = dict(zip(p["name"], p["value"]))
         for name, k in _PIPE_KEYS.items():
             row[k] = pv.get(name, math.nan)
-        row["inst_executed"] = inst_executed.get(key, math.nan)
+        row["inst_executed"] = lr.metrics.get(INST_EXECUTED_METRIC, math.nan)
         mix = p[p["category"] == "inst_mix_opcode"]
         mv = dict(zip(mix["name"], mix["value"]))
         row["inst_mix"] = ({op: mv.get(op, 0.0) for op in INST_MIX_OPCODES} if mv
                            else {op: math.nan for op in INST_MIX_OPCODES})
 
-        s = stall[(stall["report"] == key[0]) & (stall["launch"] == key[2]) & (stall["range_idx"] == key[1])]
+        s = rows_of(stall, key)
         sv = dict(zip(s["reason"].astype(str), s["per_issue"]))
         row["stalls"] = {reason: sv.get(reason, math.nan) for reason in STALL_REASONS}
-        b = banks[(banks["report"] == key[0]) & (banks["launch"] == key[2]) & (banks["range_idx"] == key[1])]
+        b = rows_of(banks, key)
         row["smem_bank_conflicts"] = dict(zip(b["op"], b["conflicts"]))
         row["smem_nway"] = dict(zip(b["op"], b["nway"]))
         row["ldsm_inst"] = b["ldsm_inst"].iloc[0] if len(b) else math.nan
@@ -173,23 +192,17 @@ def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None,
         row["provenance"]["stalls"] = "exact" if any(not math.isnan(v) for v in row["stalls"].values()) else None
         row["provenance"]["smem_bank_conflicts"] = (
             "exact" if any(not pd.isna(v) for v in row["smem_bank_conflicts"].values()) else None)
-        out.append({k: row.get(k) for k in SUMMARY_KEYS})
+        row["provenance"]["time_share"] = (recipes.weakest(recipes.DERIVED, res["duration_ns"].provenance)
+                                           if not math.isnan(lr.time_share) else None)
+        for q, (field, _scale) in fields.items():
+            row["provenance"].setdefault(field, res[q].provenance)
+        out.append({k: row.get(k) for k in keys})
     return out
 
 
-_PROV_ORDER = {recipes.EXACT: 0, recipes.DERIVED: 1}
-
-
-def _weakest(*provs):
-    """The weakest of several provenances; None if any input is None."""
-    if any(p is None for p in provs):
-        return None
-    return max(provs, key=lambda p: _PROV_ORDER.get(p, 2))
-
-
-def _provenance(q: dict, r: pd.DataFrame) -> dict:
-    """{summary field: provenance} for the roofline fields of one launch."""
-    res = q["results"]
+def _provenance(lr, r: pd.DataFrame) -> dict:
+    """{summary field: provenance} for the recipe and roofline fields of one launch."""
+    res = lr.results
     prov = {"duration_ns": res["duration_ns"].provenance, "sm_clock_hz": res["sm_clock_hz"].provenance}
     first = r.iloc[0]
     kind = first["flops_kind"]
@@ -203,7 +216,7 @@ def _provenance(q: dict, r: pd.DataFrame) -> dict:
         prov[f"{k}_tflops"] = res[f"flops_{k}"].provenance
     prov["tensor_tflops_peak"] = res["tensor_ceiling"].provenance
     for level, k in _LEVEL_KEYS.items():
-        prov[k] = (_weakest(prov["tflops"], _nan_to_none(r.loc[level, "bytes_provenance"]))
+        prov[k] = (recipes.weakest(prov["tflops"], _nan_to_none(r.loc[level, "bytes_provenance"]))
                    if level in r.index else None)
     return prov
 
@@ -259,6 +272,27 @@ def _pct_of_fa2(rec: dict, duration: float, refs: list[tuple[dict, float]]):
     here = os.path.dirname(os.path.realpath(rec["path"]))
     matches.sort(key=lambda rd: os.path.dirname(os.path.realpath(rd[0]["path"])) != here)
     return 100.0 * matches[0][1] / duration
+
+
+def select_rows(rows: list[dict], choice) -> list[dict]:
+    """Summary records of the launches ``choice`` picks (see stages.launches.select):
+    'dominant' or a launch index per report; ValueError for a launch a report lacks."""
+    by_report: dict[str, list[dict]] = {}
+    for r in rows:
+        by_report.setdefault(r["report"], []).append(r)
+    out = []
+    for report, rs in by_report.items():
+        if choice == "dominant":
+            out += [r for r in rs if r["dominant"]] or rs[:1]
+        elif len(rs) == 1:
+            out += rs
+        else:
+            pick = [r for r in rs if r["launch"] == choice]
+            if not pick:
+                raise ValueError(f"--launch {choice}: report {report} has no launch {choice} "
+                                 f"(launches {', '.join(str(r['launch']) for r in rs)})")
+            out += pick
+    return out
 
 
 # --------------------------------------------------------------------------- compare
