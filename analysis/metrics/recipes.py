@@ -28,7 +28,7 @@ the older chart's ``_hfma_pred_on_x2`` counts an HFMA2 as 2 FLOPs and is kept as
 from __future__ import annotations
 
 
-from flashprof.analysis.metrics.recipe_kit import (NAN, EXACT, DERIVED, TENSOR_FP16_FLOP_PER_CLK_PER_SM, SMEM_BYTES_PER_WAVEFRONT, SMEM_BYTES_PER_CLK_PER_SM, L2_BYTES_PER_CYCLE, L1_BYTES_PER_CYCLE, SECTOR_BYTES, FLOP_KINDS, Recipe, Result, _r, tensor_counters, tensor_detail, _tensor_exact, _tensor_ceiling_exact, _hmma_pct_elapsed, _tensor_estimate, _tensor_ceiling_estimate, _has_tensor_counters, _DPEAK, _per_cycle_sum, _peak, _fp_recipes, _fp_ceilings, _scaled, _over_time, _from_pct, _peak_at, _l1, _l1_ceiling, _LTS, _DRAM_PCT, _finite)  # noqa: F401 (public names re-exported)
+from flashprof.analysis.metrics.recipe_kit import (NAN, EXACT, DERIVED, TENSOR_FP16_FLOP_PER_CLK_PER_SM, SMEM_BYTES_PER_WAVEFRONT, SMEM_BYTES_PER_CLK_PER_SM, L2_BYTES_PER_CYCLE, L1_BYTES_PER_CYCLE, SECTOR_BYTES, FLOP_KINDS, Recipe, Result, _r, tensor_counters, tensor_detail, _tensor_exact, _tensor_ceiling_exact, _hmma_pct_elapsed, _tensor_estimate, _tensor_ceiling_estimate, _has_tensor_counters, _DPEAK, _per_cycle_sum, _peak, _fp_recipes, _fp_ceilings, _scaled, _over_time, _from_pct, _peak_at, _l1, _l1_ceiling, _LTS, _DRAM_PCT, _finite, any_busy, tensor_fp_work)  # noqa: F401 (public names re-exported)
 
 
 # --------------------------------------------------------------------------- the table
@@ -177,6 +177,50 @@ EXPECTED = ("duration_ns", "sm_clock_hz", "flops_tensor", "flops_fp32", "flops_f
             "bank_conflicts")
 
 
+# --------------------------------------------------------------------------- work shown
+# Counters that show work of a quantity's kind, in the direction its recipes measure (L1:
+# loads the LSU writes back; L2: reads returned to the SMs). Where one is > 0 but the
+# quantity's recipes give 0 or nothing, the value is null with that reason, never 0.
+WORK: dict[str, tuple[str, ...]] = {
+    "flops_fp32": tuple(f"{u}__sass_thread_inst_executed_op_{op}_pred_on"
+                        for op in ("ffma", "fadd", "fmul") for u in ("smsp", "sm")),
+    "flops_fp16": tuple(f"{u}__sass_thread_inst_executed_op_{op}_pred_on"
+                        for op in ("hfma", "hadd", "hmul") for u in ("smsp", "sm"))
+    + ("sm__inst_executed_pipe_tensor_op_hmma_type_hfma2",),
+    "flops_fp64": tuple(f"{u}__sass_thread_inst_executed_op_{op}_pred_on"
+                        for op in ("dfma", "dadd", "dmul") for u in ("smsp", "sm")),
+    "bytes_l1": ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld", "l1tex__t_requests_pipe_lsu_mem_global_op_ld",
+                 "l1tex__t_sectors_pipe_lsu_mem_local_op_ld", "smsp__inst_executed_op_global_ld",
+                 "smsp__inst_executed_op_local_ld"),
+    "bytes_l2": ("lts__t_sectors_srcunit_tex_op_read", "lts__t_sectors_op_read"),
+    "bytes_dram": ("dram__sectors_read", "dram__sectors_write", "dram__bytes_read", "dram__bytes_write",
+                   "dram__sectors", "dram__bytes", "fbpa__dram_read_sectors", "fbpa__dram_write_sectors",
+                   "fbpa__dram_sectors"),
+    "bytes_smem": ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st",
+                   "smsp__inst_executed_op_shared_ld", "smsp__inst_executed_op_shared_st",
+                   "smsp__inst_executed_op_ldsm", "sm__sass_inst_executed_op_shared_ld",
+                   "sm__sass_inst_executed_op_shared_st", "sm__sass_inst_executed_op_ldsm"),
+}
+
+
+def work_shown(quantity: str, m: dict) -> tuple[str, float] | None:
+    """The counter (name, value) in ``m`` that shows work of ``quantity``'s kind, if any."""
+    if quantity == "flops_tensor":
+        return tensor_fp_work(m)
+    return any_busy(m, WORK[quantity]) if quantity in WORK else None
+
+
+def null_reason(quantity: str, result: Result, shown: tuple[str, float]) -> str:
+    name, value = shown
+    what = "floating-point MMA on the tensor pipe" if quantity == "flops_tensor" else LABELS[quantity]
+    if _finite(result.value):
+        return (f"{name} = {value:g} shows {what}, but the recipe the report supports "
+                f"({result.recipe}) reads 0")
+    counters = ("no tensor FLOP counter the recipes understand (sm__ops_path_tensor_*)"
+                if quantity == "flops_tensor" else "no counter the recipes read for it")
+    return f"{name} = {value:g} shows {what}, but the report has {counters}; {COLLECT[quantity]} collects one"
+
+
 # --------------------------------------------------------------------------- evaluation
 _RANK = {EXACT: 0, DERIVED: 1}
 
@@ -204,6 +248,14 @@ class _Ctx:
         return self.done[name]
 
     def _solve(self, name: str) -> Result:
+        res = self._first_recipe(name)
+        if not _finite(res.value) or res.value == 0:
+            shown = work_shown(name, self.m)
+            if shown:
+                return Result(NAN, None, None, null_reason(name, res, shown))
+        return res
+
+    def _first_recipe(self, name: str) -> Result:
         for recipe in RECIPES[name]:
             if any(n not in self.m for n in recipe.metrics):
                 continue
