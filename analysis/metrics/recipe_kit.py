@@ -278,7 +278,8 @@ def _present(m: dict, bases) -> bool:
 # that sm_80/sm_90 issue to the tensor pipe: "HMMA/HFMA2.MMA/HGMMA/QGMMA ops" in gh100's
 # description), so they show tensor FLOP work only where no HFMA2 explains them.
 _DMMA_WORK = ("sm__inst_executed_pipe_tensor_op_dmma", "sm__pipe_tensor_op_dmma_cycles_active",
-              "sm__inst_executed_pipe_tensor_subpipe_dmma", "sm__pipe_tensor_subpipe_dmma_cycles_active")
+              "sm__inst_executed_pipe_tensor_subpipe_dmma", "sm__pipe_tensor_subpipe_dmma_cycles_active",
+              "sm__inst_executed_pipe_fp64_op_dmma")  # the last: GA10x/AD10x/GB20x run DMMA on the FP64 pipe
 _HMMA_ONLY_WORK = ("sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active",)
 _HMMA_WORK = ("sm__inst_executed_pipe_tensor_op_hmma", "sm__pipe_tensor_op_hmma_cycles_active",
               "sm__inst_executed_pipe_tensor_subpipe_hmma", "sm__pipe_tensor_subpipe_hmma_cycles_active")
