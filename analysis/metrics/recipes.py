@@ -281,7 +281,8 @@ def work_shown(quantity: str, m: dict) -> tuple[str, float] | None:
 
 def null_reason(quantity: str, result: Result, shown: tuple[str, float]) -> str:
     name, value = shown
-    what = "floating-point MMA on the tensor pipe" if quantity == "flops_tensor" else LABELS[quantity]
+    what = ("tensor-pipe MMA work (the HMMA path also carries HFMA2.MMA on sm_80/sm_90)"
+            if quantity == "flops_tensor" else f"{LABELS[quantity]} work")
     if _finite(result.value):
         return (f"{name} = {value:g} shows {what}, but the recipe the report supports "
                 f"({result.recipe}) reads 0")
