@@ -48,6 +48,7 @@ class Result:
     value: float
     provenance: str | None
     recipe: str | None
+    reason: str | None = None          # why the value is null although the report shows work
 
 
 def _r(provenance, formula, metrics=(), uses=(), compute=None) -> Recipe:
@@ -55,8 +56,12 @@ def _r(provenance, formula, metrics=(), uses=(), compute=None) -> Recipe:
 
 
 # --------------------------------------------------------------------------- tensor
+# A source is one floating-point type or several joined by "_": Turing counts its fp32-
+# accumulate HMMA as src_fp16_bf16_tf32_dst_fp32 (tu10x chip lists), Blackwell its block-
+# scaled MMA as src_fp4_fp6_fp8 / src_fp4_fp6. Integer sources (int1/4/8) are not FLOPs.
+_FP_SRC = r"(?:fp16|bf16|tf32|fp64|fp8|fp6|fp4)"
 _TENSOR_RE = re.compile(
-    r"^sm__ops_path_tensor_(?:op_(?P<op>[a-z]+)_)?src_(?P<src>fp16|bf16|tf32|fp64|fp8|fp6|fp4)"
+    r"^sm__ops_path_tensor_(?:op_(?P<op>[a-z]+)_)?src_(?P<src>" + _FP_SRC + r"(?:_" + _FP_SRC + r")*)"
     r"(?:_dst_(?P<dst>[a-z0-9]+))?(?:_sparsity_(?P<sp>on|off))?\.sum\.per_cycle_elapsed$")
 _PATH_PREFERENCE = ("hmma", "tensor", "hgmma")  # ceiling's path when no tensor op ran
 
@@ -248,3 +253,57 @@ def _l1_ceiling(kind: str) -> tuple[Recipe, ...]:
 
 _LTS = "lts__lts2xbar_cycles_active.sum"
 _DRAM_PCT = "dram__bytes_read.sum.pct_of_peak_sustained_elapsed"
+
+
+# --------------------------------------------------------------------------- work shown
+def busy(m: dict, base: str) -> tuple[str, float] | None:
+    """(name, value) of the first metric of ``base`` that counts what ran and is > 0: any
+    rollup / rate / %-of-peak, never a ``.peak_sustained*`` (the hardware's capacity)."""
+    for name in sorted(m):
+        if (name.startswith(base + ".") and ".peak_sustained" not in name
+                and _finite(m[name]) and float(m[name]) > 0):
+            return name, float(m[name])
+    return None
+
+
+def any_busy(m: dict, bases) -> tuple[str, float] | None:
+    return next((hit for hit in (busy(m, b) for b in bases) if hit), None)
+
+
+def _present(m: dict, bases) -> bool:
+    return any(n.startswith(b + ".") for n in m for b in bases)
+
+
+# Floating-point MMA on the tensor pipe. HMMA counters also count HFMA2.MMA (an FP16 FMA
+# that sm_80/sm_90 issue to the tensor pipe: "HMMA/HFMA2.MMA/HGMMA/QGMMA ops" in gh100's
+# description), so they show tensor FLOP work only where no HFMA2 explains them.
+_DMMA_WORK = ("sm__inst_executed_pipe_tensor_op_dmma", "sm__pipe_tensor_op_dmma_cycles_active",
+              "sm__inst_executed_pipe_tensor_subpipe_dmma", "sm__pipe_tensor_subpipe_dmma_cycles_active",
+              "sm__inst_executed_pipe_fp64_op_dmma")  # the last: GA10x/AD10x/GB20x run DMMA on the FP64 pipe
+_HMMA_ONLY_WORK = ("sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active",)
+_HMMA_WORK = ("sm__inst_executed_pipe_tensor_op_hmma", "sm__pipe_tensor_op_hmma_cycles_active",
+              "sm__inst_executed_pipe_tensor_subpipe_hmma", "sm__pipe_tensor_subpipe_hmma_cycles_active")
+_HFMA2_ON_TENSOR = ("sm__inst_executed_pipe_tensor_op_hmma_type_hfma2",
+                    "sm__thread_inst_executed_pipe_tensor_op_hmma_type_hfma2_pred_on",
+                    "smsp__sass_thread_inst_executed_op_hfma_pred_on",
+                    "sm__sass_thread_inst_executed_op_hfma_pred_on")
+# The whole tensor pipe (also IMMA/BMMA: integer work, no FLOPs); evidence only where the
+# report has no per-instruction breakdown that could say which kind ran.
+_TENSOR_PIPE = ("sm__pipe_tensor_cycles_active", "sm__inst_executed_pipe_tensor")
+_TENSOR_BREAKDOWN = _DMMA_WORK + _HMMA_WORK + (
+    "sm__inst_executed_pipe_tensor_op_imma", "sm__pipe_tensor_op_imma_cycles_active",
+    "sm__inst_executed_pipe_tensor_subpipe_imma", "sm__pipe_tensor_subpipe_imma_cycles_active")
+
+
+def tensor_fp_work(m: dict) -> tuple[str, float] | None:
+    """The counter (name, value) that shows floating-point MMA work on the tensor pipe, or
+    None where the report shows none (or only integer MMA / HFMA2.MMA)."""
+    hit = any_busy(m, _DMMA_WORK + _HMMA_ONLY_WORK)
+    if hit:
+        return hit
+    hit = any_busy(m, _HMMA_WORK)
+    if hit and not any_busy(m, _HFMA2_ON_TENSOR):
+        return hit
+    if not _present(m, _TENSOR_BREAKDOWN):
+        return any_busy(m, _TENSOR_PIPE)
+    return None

@@ -30,7 +30,7 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 
-from flashprof.analysis.metrics.recipe_kit import (NAN, EXACT, DERIVED, TENSOR_FP16_FLOP_PER_CLK_PER_SM, SMEM_BYTES_PER_WAVEFRONT, SMEM_BYTES_PER_CLK_PER_SM, L2_BYTES_PER_CYCLE, L1_BYTES_PER_CYCLE, SECTOR_BYTES, FLOP_KINDS, Recipe, Result, _r, tensor_counters, tensor_detail, _tensor_exact, _tensor_ceiling_exact, _hmma_pct_elapsed, _tensor_estimate, _tensor_ceiling_estimate, _has_tensor_counters, _DPEAK, _per_cycle_sum, _peak, _fp_recipes, _fp_ceilings, _scaled, _over_time, _from_pct, _peak_at, _l1, _l1_ceiling, _LTS, _DRAM_PCT, _finite)  # noqa: F401 (public names re-exported)
+from flashprof.analysis.metrics.recipe_kit import (NAN, EXACT, DERIVED, TENSOR_FP16_FLOP_PER_CLK_PER_SM, SMEM_BYTES_PER_WAVEFRONT, SMEM_BYTES_PER_CLK_PER_SM, L2_BYTES_PER_CYCLE, L1_BYTES_PER_CYCLE, SECTOR_BYTES, FLOP_KINDS, Recipe, Result, _r, tensor_counters, tensor_detail, _tensor_exact, _tensor_ceiling_exact, _hmma_pct_elapsed, _tensor_estimate, _tensor_ceiling_estimate, _has_tensor_counters, _DPEAK, _per_cycle_sum, _peak, _fp_recipes, _fp_ceilings, _scaled, _over_time, _from_pct, _peak_at, _l1, _l1_ceiling, _LTS, _DRAM_PCT, _finite, any_busy, tensor_fp_work)  # noqa: F401 (public names re-exported)
 
 
 # --------------------------------------------------------------------------- the table
@@ -113,6 +113,10 @@ RECIPES: dict[str, tuple[Recipe, ...]] = {
         _r(DERIVED, "32 B x (dram__sectors_read.sum + dram__sectors_write.sum) / duration",
            ("dram__sectors_read.sum", "dram__sectors_write.sum"), ("duration_ns",),
            _over_time(("dram__sectors_read.sum", "dram__sectors_write.sum"), SECTOR_BYTES)),
+        # GB20x (sm_120) spells the split dram__bytes_op_read / _op_write (gb20x chip lists).
+        _r(DERIVED, "(dram__bytes_op_read.sum + dram__bytes_op_write.sum) / duration [GB20x names]",
+           ("dram__bytes_op_read.sum", "dram__bytes_op_write.sum"), ("duration_ns",),
+           _over_time(("dram__bytes_op_read.sum", "dram__bytes_op_write.sum"))),
     ),
     "dram_ceiling": (
         _r(EXACT, "dram__bytes.sum.peak_sustained x DRAM clock",
@@ -121,6 +125,9 @@ RECIPES: dict[str, tuple[Recipe, ...]] = {
         _r(DERIVED, f"dram__bytes_read.sum.per_second / ({_DRAM_PCT} / 100)",
            ("dram__bytes_read.sum.per_second", _DRAM_PCT), (),
            _from_pct(("dram__bytes_read.sum.per_second", 1.0), _DRAM_PCT)),
+        _r(DERIVED, "dram__bytes_op_read.sum.per_second / (its pct_of_peak_sustained_elapsed / 100) [GB20x names]",
+           ("dram__bytes_op_read.sum.per_second", "dram__bytes_op_read.sum.pct_of_peak_sustained_elapsed"), (),
+           _from_pct(("dram__bytes_op_read.sum.per_second", 1.0), "dram__bytes_op_read.sum.pct_of_peak_sustained_elapsed")),
     ),
     "bytes_smem": (
         _r(DERIVED, "128 B x l1tex__data_pipe_lsu_wavefronts_mem_shared.sum / duration [flashprof-smem-wavefronts]",
@@ -192,6 +199,113 @@ EXPECTED = ("duration_ns", "sm_clock_hz", "flops_tensor", "flops_fp32", "flops_f
             "bank_conflicts")
 
 
+# --------------------------------------------------------------------------- per chip
+# What a chip cannot have, and why. tests/test_chip_coverage.py checks every chip Nsight
+# Compute 2025.3.1 lists (tests/data/chips) both ways: each quantity has a recipe whose
+# metrics the chip has, or its reason here; no reason here where a recipe works.
+_TU_NO_TC = ("tu116", "tu117")
+_TEGRA = ("ga10b", "gb10b", "gb20b")
+_NO_TC_WHY = ("TU116/TU117 (GTX 16xx) have no tensor cores: Nsight Compute lists no "
+              "sm__ops_path_tensor_* for them (their HMMA-pipe counters count FP16 work)")
+_TEGRA_WHY = ("integrated GPU (Orin, Thor, GB10): memory is the SoC's, shared with the CPU, and "
+              "Nsight Compute lists no dram__ counters for it; L2 traffic is the last level measured")
+NOT_ON_CHIP: dict[str, dict[tuple[str, ...], str]] = {
+    "flops_tensor": {_TU_NO_TC: _NO_TC_WHY},
+    "tensor_ceiling": {_TU_NO_TC: _NO_TC_WHY},
+    "bytes_dram": {_TEGRA: _TEGRA_WHY},
+    "dram_ceiling": {_TEGRA: _TEGRA_WHY},
+}
+# Tensor instruction families: the counters that show a chip has one, and the
+# sm__ops_path_tensor_* counters (regex on op and src) that count its FLOPs.
+TENSOR_PATHS: dict[str, dict] = {
+    "hmma": {"what": "mma.sync / wmma on fp16, bf16, tf32 (HMMA)",
+             "shown_by": ("sm__pipe_tensor_op_hmma_cycles_active", "sm__pipe_tensor_subpipe_hmma_cycles_active"),
+             "op": r"^(hmma)?$", "src": r"^(fp16|bf16|tf32)(_|$)"},
+    "dmma_tensor_pipe": {"what": "FP64 mma.sync (DMMA) on the tensor pipe",
+                         "shown_by": ("sm__pipe_tensor_op_dmma_cycles_active", "sm__pipe_tensor_subpipe_dmma_cycles_active"),
+                         "op": r"^$", "src": r"^fp64$"},
+    "dmma_fp64_pipe": {"what": "FP64 mma.sync (DMMA) on the FP64 pipe",
+                       "shown_by": ("sm__inst_executed_pipe_fp64_op_dmma",),
+                       "op": r"^$", "src": r"^fp64$"},
+    "wgmma": {"what": "warpgroup MMA (wgmma: HGMMA; QGMMA fp8 counts under src_fp8)",
+              "shown_by": ("sm__inst_executed_pipe_tensor_op_gmma",), "op": r"^hgmma$", "src": r"."},
+    "tcgen05": {"what": "tcgen05.mma on tensor memory (UTCHMMA / UTCQMMA / UTCOMMA)",
+                "shown_by": ("sm__sass_inst_executed_op_utcmma",), "op": r"^utc[a-z]*mma$", "src": r"."},
+}
+_TURING = ("tu102", "tu104", "tu106", "tu116", "tu117")
+_GA10X_AD10X = ("ga102", "ga103", "ga104", "ga106", "ga107", "ga10b", "ad102", "ad103", "ad104", "ad106", "ad107")
+_GB20X = ("gb202", "gb203", "gb205", "gb206", "gb207", "gb20b")
+_NOT_HOPPER = _TURING + ("ga100",) + _GA10X_AD10X + ("gb100", "gb102", "gb10b", "gb110") + _GB20X
+TENSOR_PATH_ABSENT: dict[str, dict[tuple[str, ...], str]] = {
+    "hmma": {_TU_NO_TC: _NO_TC_WHY},
+    "dmma_tensor_pipe": {
+        _TURING: "Turing has no FP64 MMA (DMMA arrived with sm_80)",
+        _GA10X_AD10X + _GB20X + ("gb10b", "gb110"): (
+            "no FP64 tensor path: DMMA runs on the FP64 pipe (sm__inst_executed_pipe_fp64_op_dmma), "
+            "at FP64-pipe rate; GA100, GH100 and GB100/GB102 have the tensor-pipe DMMA")},
+    "dmma_fp64_pipe": {
+        _TURING: "Turing has no FP64 MMA (DMMA arrived with sm_80)",
+        ("ga100", "gh100", "gb100", "gb102"): "DMMA runs on the tensor pipe on this chip (dmma_tensor_pipe)"},
+    "wgmma": {_NOT_HOPPER: "wgmma (HGMMA/QGMMA) exists on sm_90 (Hopper) only: before Hopper there is "
+                           "no warpgroup MMA, and Blackwell replaced it by tcgen05 (sm_100/103/110) or keeps "
+                           "mma.sync only (sm_120/121)"},
+    "tcgen05": {_TURING + ("ga100", "gh100") + _GA10X_AD10X + _GB20X: (
+        "tcgen05 (UTC*MMA on tensor memory) exists on sm_100/103/110 only (GB100/GB102/GB110/GB10B); "
+        "older chips and the GB20x consumer/GB10 chips (sm_120/121) have no tensor memory")},
+}
+
+
+def chip_reason(table: dict[str, dict[tuple[str, ...], str]], key: str, chip: str) -> str | None:
+    """The reason ``table`` gives why ``key`` cannot exist on ``chip`` (None: it can)."""
+    return next((why for chips, why in table.get(key, {}).items() if chip in chips), None)
+
+
+# --------------------------------------------------------------------------- work shown
+# Counters that show work of a quantity's kind, in the direction its recipes measure (L1:
+# loads the LSU writes back; L2: reads returned to the SMs). Where one is > 0 but the
+# quantity's recipes give 0 or nothing, the value is null with that reason, never 0.
+WORK: dict[str, tuple[str, ...]] = {
+    "flops_fp32": tuple(f"{u}__sass_thread_inst_executed_op_{op}_pred_on"
+                        for op in ("ffma", "fadd", "fmul") for u in ("smsp", "sm")),
+    "flops_fp16": tuple(f"{u}__sass_thread_inst_executed_op_{op}_pred_on"
+                        for op in ("hfma", "hadd", "hmul") for u in ("smsp", "sm"))
+    + ("sm__inst_executed_pipe_tensor_op_hmma_type_hfma2",),
+    "flops_fp64": tuple(f"{u}__sass_thread_inst_executed_op_{op}_pred_on"
+                        for op in ("dfma", "dadd", "dmul") for u in ("smsp", "sm")),
+    "bytes_l1": ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld", "l1tex__t_requests_pipe_lsu_mem_global_op_ld",
+                 "l1tex__t_sectors_pipe_lsu_mem_local_op_ld", "smsp__inst_executed_op_global_ld",
+                 "smsp__inst_executed_op_local_ld"),
+    "bytes_l2": ("lts__t_sectors_srcunit_tex_op_read", "lts__t_sectors_op_read"),
+    "bytes_dram": ("dram__sectors_read", "dram__sectors_write", "dram__bytes_read", "dram__bytes_write",
+                   "dram__sectors_op_read", "dram__sectors_op_write", "dram__bytes_op_read", "dram__bytes_op_write",
+                   "dram__sectors", "dram__bytes", "fbpa__dram_read_sectors", "fbpa__dram_write_sectors",
+                   "fbpa__dram_sectors"),
+    "bytes_smem": ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st",
+                   "smsp__inst_executed_op_shared_ld", "smsp__inst_executed_op_shared_st",
+                   "smsp__inst_executed_op_ldsm", "sm__sass_inst_executed_op_shared_ld",
+                   "sm__sass_inst_executed_op_shared_st", "sm__sass_inst_executed_op_ldsm"),
+}
+
+
+def work_shown(quantity: str, m: dict) -> tuple[str, float] | None:
+    """The counter (name, value) in ``m`` that shows work of ``quantity``'s kind, if any."""
+    if quantity == "flops_tensor":
+        return tensor_fp_work(m)
+    return any_busy(m, WORK[quantity]) if quantity in WORK else None
+
+
+def null_reason(quantity: str, result: Result, shown: tuple[str, float]) -> str:
+    name, value = shown
+    what = ("tensor-pipe MMA work (the HMMA path also carries HFMA2.MMA on sm_80/sm_90)"
+            if quantity == "flops_tensor" else f"{LABELS[quantity]} work")
+    if _finite(result.value):
+        return (f"{name} = {value:g} shows {what}, but the recipe the report supports "
+                f"({result.recipe}) reads 0")
+    counters = ("no tensor FLOP counter the recipes understand (sm__ops_path_tensor_*)"
+                if quantity == "flops_tensor" else "no counter the recipes read for it")
+    return f"{name} = {value:g} shows {what}, but the report has {counters}; {COLLECT[quantity]} collects one"
+
+
 # --------------------------------------------------------------------------- evaluation
 _RANK = {EXACT: 0, DERIVED: 1}  # the one ranking of provenances: anything else is weaker
 
@@ -229,6 +343,14 @@ class _Ctx:
         return self.done[name]
 
     def _solve(self, name: str) -> Result:
+        res = self._first_recipe(name)
+        if not _finite(res.value) or res.value == 0:
+            shown = work_shown(name, self.m)
+            if shown:
+                return Result(NAN, None, None, null_reason(name, res, shown))
+        return res
+
+    def _first_recipe(self, name: str) -> Result:
         for recipe in RECIPES[name]:
             if any(n not in self.m for n in recipe.metrics):
                 continue
@@ -240,7 +362,10 @@ class _Ctx:
             deps = [self.get(u) for u in recipe.uses]
             if any(d.provenance is None for d in deps):
                 continue
-            value = recipe.compute(self)
+            try:
+                value = recipe.compute(self)
+            except ZeroDivisionError:  # a 0 duration or clock: this recipe cannot say
+                continue
             if not _finite(value):
                 continue
             prov = recipe.provenance

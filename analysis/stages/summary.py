@@ -213,12 +213,20 @@ def _provenance(lr, r: pd.DataFrame) -> dict:
                           "work, IMMA); such a launch has no point on a FLOP roofline")
     prov["peak_tflops"] = res[f"{kind}_ceiling"].provenance if isinstance(kind, str) else None
     for k in recipes.FLOP_KINDS:
-        prov[f"{k}_tflops"] = res[f"flops_{k}"].provenance
+        prov[f"{k}_tflops"] = res[f"flops_{k}"].provenance or _null(res[f"flops_{k}"])
     prov["tensor_tflops_peak"] = res["tensor_ceiling"].provenance
     for level, k in _LEVEL_KEYS.items():
         prov[k] = (recipes.weakest(prov["tflops"], _nan_to_none(r.loc[level, "bytes_provenance"]))
-                   if level in r.index else None)
+                   if level in r.index else None) or _null(res[_LEVEL_BYTES[level]])
     return prov
+
+
+_LEVEL_BYTES = {"L1": "bytes_l1", "L2": "bytes_l2", "DRAM": "bytes_dram", "shared memory": "bytes_smem"}
+
+
+def _null(result) -> str | None:
+    """'null: <why>' where the recipes left a value null although the report shows work."""
+    return f"null: {result.reason}" if getattr(result, "reason", None) else None
 
 
 def _pct_of_measured(gpu, first, sm_clock: float, ceilings) -> tuple[float, str | None]:
