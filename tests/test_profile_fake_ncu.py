@@ -467,3 +467,56 @@ def test_built_compares_with_every_source(tmp_path, monkeypatch):
     assert _built(cfg)
     os.utime(so, (500, 500))  # a source newer than the build
     assert not _built(cfg)
+
+
+# ------------------------------------------- summary and figures in the same process
+H200 = Path(__file__).resolve().parents[1] / "reports" / "h200"
+
+
+def _copy_report(src: str, dest: Path, stem: str) -> None:
+    import shutil
+
+    shutil.copyfile(H200 / f"{src}.ncu-rep", dest / f"{stem}.ncu-rep")
+    shutil.copyfile(H200 / f"{src}.json", dest / f"{stem}.json")
+
+
+@pytest.mark.slow
+def test_profile_draws_only_what_the_new_report_changes(fake_ncu, fake_machine, warm_build, tmp_path, monkeypatch,
+                                                        capsys):
+    """kernel6 re-profiled (the fake ncu writes kernel5's real report): the summary is
+    printed, the files it feeds are redrawn, every other file is left alone, and each
+    file equals what a full `flashprof figures` draws from the same reports."""
+    pytest.importorskip("pyarrow")
+    from flashprof.analysis.charts import driver
+    from flashprof.analysis.charts.inputs import make_inputs
+    from flashprof.profiling.profile import profile_all
+    from flashprof.profiling.workload import Shape
+
+    if not all((H200 / f"{s}.ncu-rep").is_file() for s in ("kernel4", "kernel5", "kernel6", "cudnn")):
+        pytest.skip("the shipped reports are not here")
+    folder = tmp_path / "box"
+    folder.mkdir()
+    for stem in ("kernel4", "kernel6", "cudnn"):  # kernel4: the first series launch (gpu_ceilings' input)
+        _copy_report(stem, folder, stem)
+    figs = tmp_path / "figures"
+    monkeypatch.setattr(driver, "DEFAULT_OUT", figs)
+    out = driver.out_dir(folder)
+    driver.build(make_inputs(folder), out, jobs=1, log=lambda m: None)
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir()}
+
+    monkeypatch.setenv("FAKE_NCU_COPY", str(H200 / "kernel5.ncu-rep"))
+    args = _gated(tmp_path, out_dir=folder, no_analysis=False)
+    capsys.readouterr()
+    assert profile_all(["6"], Shape(16, 4096), args, str(fake_ncu)) == 0
+    stdout = capsys.readouterr().out
+    assert "duration_ns" in stdout and "kernel6" in stdout.splitlines()[1]  # the summary table of the new report
+    after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir()}
+    redrawn = {n for n in after if after[n][1] != before.get(n, (None, None))[1]}
+    assert redrawn == {"roofline_kernel6.png", "roofline_overlay.png", "stall_lines_kernel6.png", "stalls.png",
+                       "pipes.png", "bank_conflicts.png", "pipe_shares.png", "gap.png"} & set(before) | (
+        redrawn & {"index.md"})
+
+    full = tmp_path / "full"
+    driver.build(make_inputs(folder), full, jobs=1, log=lambda m: None)
+    for name in before:  # redrawn or not, each file is what a full redraw gives now
+        assert after[name][0] == (full / name).read_bytes(), name
