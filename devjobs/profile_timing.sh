@@ -7,7 +7,7 @@
 # profile ran, report and verdict to absolute paths in /tmp) and `make profile KERNEL=6`.
 # Writes $OUT/profile_timing.json (medians, every run, each make run's stage breakdown from
 # build/profile_timing.json, GPU/driver/ncu versions) and the logs under $OUT/logs/.
-# Under 5 minutes (each run ~15-25 s).
+# Under 5 minutes (each run ~15-25 s); NO_GATE_RUNS=0 leaves out the bare runs without the gate.
 set -u
 : "${OUT:?}"
 mkdir -p "$OUT/logs"
@@ -48,14 +48,26 @@ print("\n".join(out))
 PYEOF
 mapfile -t ARGS < "$TMPD/args.txt"
 echo "bare: $NCU ${ARGS[*]}"
+# The same without the gate (--verdict FILE dropped): what ncu alone costs, for the record.
+NOGATE=(); skip=0
+for a in "${ARGS[@]}"; do
+    if [ $skip -eq 1 ]; then skip=0; continue; fi
+    if [ "$a" = "--verdict" ]; then skip=1; continue; fi
+    NOGATE+=("$a")
+done
 
-bare=(); make=()
+bare=(); make=(); nogate=()
 for i in $(seq 1 "$REPS"); do
     stamp "run $i: bare ncu"
     rm -f "$TMPD/bare6.ncu-rep" "$TMPD/bare6.verdict.json"
     t1=$(now); "$NCU" "${ARGS[@]}" > "$OUT/logs/bare_$i.log" 2>&1; rc=$?; t2=$(now)
     [ $rc -eq 0 ] && [ -f "$TMPD/bare6.ncu-rep" ] || { echo "bare ncu failed (rc $rc)"; tail -5 "$OUT/logs/bare_$i.log"; exit 1; }
     bare+=("$(secs "$t1" "$t2")"); echo "bare_ncu_s ${bare[-1]}"
+    if [ "${NO_GATE_RUNS:-1}" = 1 ]; then
+        rm -f "$TMPD/bare6.ncu-rep"
+        t1=$(now); "$NCU" "${NOGATE[@]}" > "$OUT/logs/bare_nogate_$i.log" 2>&1; t2=$(now)
+        nogate+=("$(secs "$t1" "$t2")"); echo "bare_ncu_no_gate_s ${nogate[-1]}"
+    fi
     stamp "run $i: make profile KERNEL=6"
     t1=$(now); make --no-print-directory profile KERNEL=6 > "$OUT/logs/make_$i.log" 2>&1; rc=$?; t2=$(now)
     [ $rc -eq 0 ] || { echo "make profile failed (rc $rc)"; tail -20 "$OUT/logs/make_$i.log"; exit 1; }
@@ -65,9 +77,10 @@ for i in $(seq 1 "$REPS"); do
 done
 
 stamp "write profile_timing.json"
-"$PY" - "$OUT/profile_timing.json" "$TMPD" "$NCU" "${bare[*]}" "${make[*]}" "${ARGS[*]}" <<'PYEOF'
+"$PY" - "$OUT/profile_timing.json" "$TMPD" "$NCU" "${bare[*]}" "${make[*]}" "${ARGS[*]}" "${nogate[*]:-}" <<'PYEOF'
 import json, platform, statistics, subprocess, sys
-dest, tmp, ncu, bare, make, args = sys.argv[1:7]
+dest, tmp, ncu, bare, make, args, nogate = sys.argv[1:8]
+nogate = [float(x) for x in nogate.split()]
 bare = [float(x) for x in bare.split()]
 make = [float(x) for x in make.split()]
 stages = [json.load(open(f"{tmp}/stages_{i}.json"))["stages_s"] for i in range(1, len(make) + 1)]
@@ -84,11 +97,15 @@ data = {
     "make_profile_s": round(med_m, 2),
     "ratio": round(med_m / med_b, 3),
     "target_ratio": 1.3,
+    "bare_ncu_no_gate_s": round(statistics.median(nogate), 2) if nogate else None,
+    "ratio_vs_no_gate": round(med_m / statistics.median(nogate), 3) if nogate else None,
+    "bare_note": "bare_ncu_s runs the profile's exact ncu argv, which includes the correctness gate "
+                 "(ncu_program --verdict, outside the NVTX range); bare_ncu_no_gate_s drops --verdict",
     "statistic": f"median of {len(make)} alternated runs each, after one warm-up make profile",
     "stages_s": {k: round(statistics.median(s[k] for s in stages), 3) for k in stages[0]},
     "stages_note": "medians per stage; gate runs inside the profiled program, so ncu includes it; "
                    "total is the profile process from start to end (make adds its own start-up)",
-    "runs": {"bare_ncu_s": bare, "make_profile_s": make, "stages_s": stages},
+    "runs": {"bare_ncu_s": bare, "bare_ncu_no_gate_s": nogate, "make_profile_s": make, "stages_s": stages},
     "bare_command": [ncu, *args.split()],
     "gpu": smi[0] if smi else None,
     "driver": smi[1] if len(smi) > 1 else None,
