@@ -63,11 +63,11 @@ figures: setup ## draw the figures from REPORTS (others than reports/h200 go to 
 build: ## build kernel KERNEL as a torch extension (GPU machine)
 	$(PY) -m flashprof build "$$KERNEL"
 
+# One process: gate (in the profiled program), ncu, sidecar, summary, and the figures the new
+# report changes (`make figures` redraws them all); the stages' seconds go to build/profile_timing.json.
 profile: ## profile KERNEL (1-7, ref, cudnn, all) or TARGET=file.py:fn with Nsight Compute, then summarise and draw it
 	$(PY) -m flashprof profile "$${TARGET:-$$KERNEL}" --seq "$$SEQ" --dtype "$$DTYPE" --set "$$SET" \
-		--max-launches "$$MAX_LAUNCHES" $${KERNEL_REGEX:+--kernel-regex "$$KERNEL_REGEX"} --paths-file build/last_profile.txt
-	$(PY) -m flashprof summary $$(cat build/last_profile.txt)
-	$(PY) -m flashprof figures --reports $$(dirname $$(head -n 1 build/last_profile.txt))
+		--max-launches "$$MAX_LAUNCHES" $${KERNEL_REGEX:+--kernel-regex "$$KERNEL_REGEX"} --timing-json build/profile_timing.json
 
 bench: ## benchmark kernels 1-7 (or TARGET=file.py:fn; SEQS=1024,4096) against the reference
 	$(PY) -m flashprof bench $${TARGET:+--kernels "$$TARGET"} $${SEQS:+--seqs "$$SEQS"}

@@ -72,10 +72,15 @@ def check(fn, shape: Shape, dtype: str, seed: int | None = None, chunk: int = 4)
     return verdict(max_err, ref_err, unwritten)
 
 
+def refusal(label: str, shape: Shape, dtype: str, v: Verdict) -> str:
+    """The one line that refuses a kernel failing the gate."""
+    return (f"{label} fails the correctness check at {shape.batch}x{shape.seq}x"
+            f"{shape.heads}x{shape.d_head} {dtype}: {v.reason}; refusing to continue")
+
+
 def require(fn, shape: Shape, dtype: str, label: str) -> Verdict:
     """Gate used before benchmarking or profiling: a wrong kernel is refused."""
     v = check(fn, shape, dtype)
     if not v.ok:
-        raise FlashprofError(f"{label} fails the correctness check at {shape.batch}x{shape.seq}x"
-                             f"{shape.heads}x{shape.d_head} {dtype}: {v.reason}; refusing to continue")
+        raise FlashprofError(refusal(label, shape, dtype, v))
     return v

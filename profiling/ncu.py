@@ -8,6 +8,7 @@ import glob
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -126,18 +127,52 @@ def diagnose(output: str, returncode: int) -> str | None:
     return None
 
 
-def run_ncu(cmd: list[str], label: str, stream=None) -> tuple[str, float]:
+def run_ncu(cmd: list[str], label: str, stream=None, on_start=None) -> tuple[str, float]:
     """Run ncu, showing replay progress with elapsed time; returns (output, seconds).
 
     ncu draws its replay progress ("0%....50%....100% - 38 passes") on one line without
     newlines, so output is read in chunks and each new percentage is shown as it comes.
+    ``on_start(proc)`` is called once ncu runs (a caller working in parallel may stop it);
+    ncu never outlives this call: an exception here (Ctrl-C) stops it.
     """
     t0 = time.perf_counter()
     stream = stream or sys.stderr  # looked up per call: the caller may have redirected it
     try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        # Its own process group: stopping ncu also stops the program it runs.
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     except OSError as e:
         raise FlashprofError(f"cannot start ncu: {e}") from None
+    try:
+        if on_start is not None:
+            on_start(proc)
+        out, rc = _relay(proc, label, stream, t0)
+    finally:
+        if proc.poll() is None:
+            stop(proc)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    problem = diagnose(out, rc)
+    if problem:
+        raise FlashprofError(problem)
+    return out, time.perf_counter() - t0
+
+
+def stop(proc, grace: float = 5.0) -> None:
+    """Stop ncu and the program it runs (its process group): SIGTERM, then SIGKILL."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _relay(proc, label: str, stream, t0: float) -> tuple[str, int]:
+    """Read ncu's output to its end, showing progress; returns (output, exit status)."""
 
     def say(msg: str) -> None:
         print(f"  [{label}] {msg} ... {time.perf_counter() - t0:5.1f}s", file=stream, flush=True)
@@ -167,12 +202,7 @@ def run_ncu(cmd: list[str], label: str, stream=None) -> tuple[str, float]:
             break
     if pending:
         lines.append(pending)
-    rc = proc.wait()
-    out = "".join(lines)
-    problem = diagnose(out, rc)
-    if problem:
-        raise FlashprofError(problem)
-    return out, time.perf_counter() - t0
+    return "".join(lines), proc.wait()
 
 
 def retire(report: Path, history: Path | None = None) -> Path | None:

@@ -7,23 +7,36 @@ range, each its own record in the report (or those matching --kernel-regex), at 
 
 Output: reports/<gpu>/<stem>.ncu-rep + <stem>.json (variant config, shape, dtype, GPU,
 driver, clocks, ncu version and command, git revision). An existing report is moved to
-reports/<gpu>/history/ first, never overwritten. The analysis summary and figures are a
-separate stage (the Makefile chains them using --paths-file).
+reports/<gpu>/history/ first, never overwritten. Then, in the same process, the summary of
+the new reports (stdout) and the figures they change (``figures --changed``); --no-analysis
+skips both.
+
+Where the time goes: the correctness gate of kernels 1-7 and the references runs inside the
+profiled program (flashprof.profiling.ncu_program --verdict), outside the NVTX range, so
+this process never runs a kernel; the GPU facts for the sidecar (torch) and the analysis
+imports are gathered in a background thread while ncu runs, and nothing is said or written
+before that check has passed. The new report is parsed once, for the summary and the
+figures alike. --timing-json writes the stages' seconds (gate, ncu, parse, summary,
+figures, total).
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import shlex
+import shutil
 import sys
+import threading
 import time
+import warnings
 from pathlib import Path
 
 from flashprof.kernels.config import variant
 
 from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
 from flashprof.profiling.launches import check_count, check_limit, check_regex, matching, ncu_kernels
-from flashprof.profiling.ncu import (SECTION_SETS, NcuOptions, find_ncu, ncu_command, ncu_version, retire, run_ncu)
+from flashprof.profiling.ncu import (SECTION_SETS, NcuOptions, find_ncu, ncu_command, ncu_version, retire, run_ncu, stop)
 from flashprof.profiling.user_target import MAX_LAUNCHES, is_spec, source_info
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,10 +92,15 @@ def parse_args(argv):
     p.add_argument("--max-launches", type=int, default=MAX_LAUNCHES,
                    help=f"user targets: refuse a call that launches more kernels (default {MAX_LAUNCHES})")
     p.add_argument("--no-gate", action="store_true", help="skip the correctness check (not recommended)")
+    p.add_argument("--no-analysis", action="store_true",
+                   help="only the reports: no summary, no figures (flashprof summary / figures draw them later)")
+    p.add_argument("--timing-json", type=Path, default=None,
+                   help="write the seconds of each stage (gate, ncu, parse, summary, figures, total) here")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
+    t_start = time.perf_counter()
     args = parse_args(argv)
 
     def body() -> int:
@@ -102,72 +120,295 @@ def main(argv: list[str] | None = None) -> int:
         batch = args.batch if args.batch is not None else seed_shape(args.seq).batch
         shape = Shape(batch, args.seq, args.heads)
         check_seq(names, shape.seq)
-        for d in filter(None, (args.out_dir, args.paths_file and args.paths_file.parent)):
+        for d in filter(None, (args.out_dir, args.paths_file and args.paths_file.parent,
+                               args.timing_json and args.timing_json.parent)):
             check_writable(d)
-        require_gpu()
-        ncu = find_ncu()
-        return profile_all(names, shape, args, ncu)
+        # A user target is gated and counted here (torch in this process anyway): the GPU
+        # first. Otherwise the GPU is checked while ncu runs, unless there is no ncu to run.
+        if any(is_spec(n) for n in names):
+            require_gpu()
+        try:
+            ncu = find_ncu()
+        except FlashprofError:
+            require_gpu()  # "no GPU" comes before "no ncu"
+            raise
+        return profile_all(names, shape, args, ncu, t_start=t_start)
 
     return run_cli("profile", body)
 
 
-def profile_all(names: list[str], shape, args, ncu: str) -> int:
-    from flashprof.profiling.correctness import require
-    from flashprof.profiling.env import (check_writable, git_info, gpu_info, now, smi_clocks, software, write_json_atomic)
+# ------------------------------------------------------------- work beside ncu
+class Machine:
+    """What the sidecars need of this machine (GPU, software, clocks, ncu version), the
+    GPU check and the tile check against this GPU's tuned kernel 7, in a background
+    thread while the first ncu runs; then the analysis imports. ``result()`` waits and
+    raises the check's error: it is the first thing looked at once ncu is done, so "no
+    GPU" is never reported as an ncu failure. A failed check stops the running ncu."""
+
+    def __init__(self, names: list[str], seq: int, ncu: str, preload: bool):
+        self.names, self.seq, self.ncu, self.preload = names, seq, ncu, preload
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._procs: list = []
+        self._value: dict | None = None
+        self._error: BaseException | None = None
+        self.preload_error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="flashprof-machine", daemon=True)
+        self.stream = _Held(sys.stderr, self._done)
+
+    def start(self, background: bool) -> "Machine":
+        if background:
+            self._thread.start()
+        else:  # the analysis imports then happen when the analysis starts
+            self._check()
+        return self
+
+    def _run(self) -> None:
+        self._check()
+        if self.preload and self._error is None:
+            self._preload()
+
+    def _check(self) -> None:
+        from flashprof.profiling import env
+
+        try:
+            gpu = env.gpu_info()  # imports torch: "no torch" and "no GPU" are raised here
+            check_seq(self.names, self.seq, gpu=gpu["slug"])  # this GPU's tuned kernel 7 may have a larger tile
+            self._value = {"gpu": gpu, "software": env.software(), "clocks_before": env.smi_clocks(),
+                           "ncu_version": ncu_version(self.ncu)}
+        except BaseException as e:  # noqa: BLE001 - handed to the main thread by result()
+            with self._lock:
+                self._error = e
+                procs = list(self._procs)
+            for proc in procs:
+                if proc.poll() is None:
+                    stop(proc)
+        finally:
+            self._done.set()
+            if self._error is None:
+                self.stream.release()
+
+    def _preload(self) -> None:
+        try:
+            import flashprof.analysis.charts.driver  # noqa: F401  (pandas, matplotlib, the specs)
+            import flashprof.analysis.stages.summary  # noqa: F401
+        except BaseException as e:  # noqa: BLE001 - reported by the analysis stage
+            self.preload_error = e
+
+    def watch(self, proc) -> None:
+        """run_ncu's on_start: a failed check stops this ncu too."""
+        with self._lock:
+            failed = self._error is not None
+            if not failed:
+                self._procs.append(proc)
+        if failed:
+            stop(proc)
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def result(self) -> dict:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
+
+    def join_preload(self, timeout: float | None = None) -> None:
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+
+class _Held:
+    """stderr that holds what is written until ``release()``: nothing is said about a run
+    that the GPU check may still refuse (a refusal stays one line)."""
+
+    def __init__(self, stream, ready: threading.Event):
+        self._stream, self._ready = stream, ready
+        self._lock = threading.Lock()
+        self._held: list[str] = []
+        self._released = False
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            if not self._released:
+                self._held.append(text)
+                return len(text)
+        return self._stream.write(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            if not self._released:
+                return
+        self._stream.flush()
+
+    def release(self) -> None:
+        with self._lock:
+            self._released = True
+            held, self._held = self._held, []
+        if held:
+            self._stream.write("".join(held))
+            self._stream.flush()
+
+
+def _built(cfg, slug: str | None = None) -> bool:
+    """The extension of ``cfg`` exists and is newer than every kernel source: the profiled
+    program only loads it (a cold build happens here, with its progress, not under ncu)."""
+    from flashprof.kernels import build as kb
+
+    so = kb.BUILD_ROOT / cfg.slug / f"{cfg.module_name}.so"
+    try:
+        built = so.stat().st_mtime
+        return all(p.stat().st_mtime <= built for p in kb.CSRC.iterdir())
+    except OSError:
+        return False
+
+
+def _guess_slug() -> str | None:
+    """This GPU's slug from nvidia-smi (no torch), only to find kernel 7's tuned build."""
+    from flashprof.kernels.config import gpu_slug
+    from flashprof.profiling.env import _run
+
+    name = _run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], timeout=10)
+    return gpu_slug(name.splitlines()[0]) if name else None
+
+
+def _read_verdict(path: Path):
+    from flashprof.profiling.correctness import Verdict
+
+    try:
+        data = json.loads(path.read_text())
+        return Verdict(**data["verdict"]), data
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise FlashprofError(f"unreadable correctness verdict {path}: {e}") from None
+
+
+def _land(fresh: Path, report: Path) -> None:
+    try:
+        os.replace(fresh, report)
+    except OSError:
+        shutil.move(str(fresh), str(report))  # .incomplete/ on another file system
+
+
+# ------------------------------------------------------------------ profiling
+def profile_all(names: list[str], shape, args, ncu: str, t_start: float | None = None) -> int:
+    from flashprof.profiling.correctness import refusal, require
+    from flashprof.profiling.env import check_writable, git_info, now, smi_clocks, write_json_atomic
     from flashprof.profiling.targets import resolve
 
-    gpu = gpu_info()
-    out_dir = args.out_dir or ROOT / "reports" / gpu["slug"]
-    check_writable(out_dir)
-    check_seq(names, shape.seq, gpu=gpu["slug"])  # this GPU's tuned kernel 7 may have a larger tile
-    version = ncu_version(ncu)
-    # ncu writes here first; the finished report replaces the old one (moved to history/)
-    # only after ncu succeeded, so a failed or interrupted run leaves reports/ as it was.
-    # A hidden folder: `analysis summary <dir>` never picks up a half-written report.
-    pending = out_dir / ".incomplete"
+    t_all = t_start if t_start is not None else time.perf_counter()
+    analysis = not getattr(args, "no_analysis", True)
+    users = any(is_spec(n) for n in names)
+    machine = Machine(names, shape.seq, ncu, preload=analysis).start(background=not users)
+    stream = machine.stream
+    out_dir = getattr(args, "out_dir", None)
     paths: list[Path] = []
-    t_all = time.perf_counter()
+    stages: dict[str, float] = {"gate": 0.0, "ncu": 0.0}
     for i, name in enumerate(names, 1):
-        target = resolve(name, gpu=gpu["slug"], seq=shape.seq, dtype=args.dtype)  # kernel 7: this shape's config
+        # kernel 7: the config this GPU's table dispatches for this shape
+        target = resolve(name, gpu=machine.result()["gpu"]["slug"] if machine.done else None,
+                         seq=shape.seq, dtype=args.dtype)
         label = f"{i}/{len(names)} {target.stem}"
         t0 = time.perf_counter()
-        print(f"[{label}] {target.title}: build + correctness check", file=sys.stderr, flush=True)
-        fn = target.callable()
-        verdict = None if args.no_gate else require(fn, shape, args.dtype, target.title)
+        in_child = not target.user and not args.no_gate
+        cold = target.config is not None and not _built(
+            target.config if name != "7" or machine.done else resolve(name, gpu=_guess_slug(), seq=shape.seq, dtype=args.dtype).config)
+        fn = verdict = counted = None
+        if target.user or cold:  # this process needs torch now: the check first
+            target = resolve(name, gpu=machine.result()["gpu"]["slug"], seq=shape.seq, dtype=args.dtype)
+            print(f"[{label}] {target.title}: build + correctness check", file=stream, flush=True)
+            fn = target.callable()
+            if target.user and not args.no_gate:
+                tg = time.perf_counter()
+                verdict = require(fn, shape, args.dtype, target.title)
+                stages["gate"] += time.perf_counter() - tg
+        else:
+            print(f"[{label}] {target.title}: correctness check and profile (in the profiled program)",
+                  file=stream, flush=True)
         user_regex = getattr(args, "kernel_regex", None)  # KERNEL_REGEX=, else the target's own
         regex = user_regex or target.kernel_regex
         limit = getattr(args, "max_launches", MAX_LAUNCHES)
-        counted = precount(target, fn, shape, args.dtype, user_regex, limit) if target.user else None
+        if target.user:
+            counted = precount(target, fn, shape, args.dtype, user_regex, limit)
         stem = report_stem(target.stem, shape.seq, shape.batch, shape.heads, args.dtype, args.section_set)
-        report = out_dir / f"{stem}.ncu-rep"
-        fresh = pending / report.name
+        # ncu writes into a hidden .incomplete/ (never picked up by `flashprof summary <dir>`);
+        # the finished report replaces the old one (moved to history/) only after ncu and
+        # the gate succeeded, so a failed or interrupted run leaves reports/ as it was.
+        # Before the GPU is known, reports/.incomplete/: the same file system as reports/<gpu>/.
+        final_dir = out_dir or (ROOT / "reports" / machine.result()["gpu"]["slug"] if machine.done else None)
+        pending = (final_dir or ROOT / "reports") / ".incomplete"
+        report_name = f"{stem}.ncu-rep"
+        fresh = pending / report_name
+        verdict_file = pending / f"{stem}.verdict.json"
         try:
             pending.mkdir(parents=True, exist_ok=True)
             fresh.unlink(missing_ok=True)  # left by an interrupted run; ncu will not overwrite it
+            verdict_file.unlink(missing_ok=True)
         except OSError as e:
             raise FlashprofError(f"cannot prepare {fresh}: {e.strerror}") from None
+
+        def discard() -> None:
+            for f in (fresh, verdict_file):
+                f.unlink(missing_ok=True)
+            try:
+                pending.rmdir()  # only when empty
+            except OSError:
+                pass
+
         program = [sys.executable, "-m", "flashprof.profiling.ncu_program", name, "--batch", str(shape.batch),
                    "--seq", str(shape.seq), "--heads", str(shape.heads), "--dtype", args.dtype]
+        if in_child:
+            program += ["--verdict", str(verdict_file)]
         # A user target: room for one launch over the limit, so ncu's own count can refuse it.
         opts = NcuOptions(output=fresh.with_suffix(""), kernel_regex=regex,
                           section_set=args.section_set, clock_control=args.clock_control,
                           launch_count=limit + 1 if target.user else 1)
         cmd = ncu_command(ncu, opts, program)
-        clocks_before = smi_clocks()
-        ncu_out, ncu_secs = run_ncu(cmd, target.stem)
-        if not fresh.exists():
-            raise FlashprofError(f"ncu finished but wrote no report at {fresh}")
-        profiled = ncu_kernels(ncu_out)
-        if target.user:
+        failure = None
+        try:
             try:
-                check_count(profiled, limit, target.user.spec, user_regex)
-            except FlashprofError:
-                fresh.unlink(missing_ok=True)  # refused: nothing lands in reports/
-                raise
+                ncu_out, ncu_secs = run_ncu(cmd, target.stem, stream=stream, on_start=machine.watch)
+            except FlashprofError as e:
+                failure = e
+            info = machine.result()  # "no GPU" (and a refused tile) before anything ncu said
+            if in_child:
+                verdict, vdata = _read_verdict(verdict_file)
+                if verdict is not None and not verdict.ok:
+                    raise FlashprofError(refusal(target.title, shape, args.dtype, verdict))
+                if failure is None and verdict is None:
+                    raise FlashprofError(f"the profiled program wrote no correctness verdict ({verdict_file}); "
+                                         "nothing was kept")
+                stages["gate"] += float(vdata.get("seconds", 0.0)) if vdata else 0.0
+            if failure is not None:
+                raise failure
+            if not fresh.exists():
+                raise FlashprofError(f"ncu finished but wrote no report at {fresh}")
+            profiled = ncu_kernels(ncu_out)
+            if target.user:
+                check_count(profiled, limit, target.user.spec, user_regex)  # refused: nothing lands
+            if final_dir is None:
+                final_dir = ROOT / "reports" / info["gpu"]["slug"]
+            check_writable(final_dir)
+            if target.config is not None:  # kernel 7's config is this GPU's tuned one
+                target = resolve(name, gpu=info["gpu"]["slug"], seq=shape.seq, dtype=args.dtype)
+        except BaseException:
+            discard()
+            raise
+        stages["ncu"] += ncu_secs
+        report = final_dir / report_name
         old = retire(report)
         if old:
-            print(f"[{label}] previous report kept as {old}", file=sys.stderr)
-        os.replace(fresh, report)
+            print(f"[{label}] previous report kept as {old}", file=stream)
+        _land(fresh, report)
+        verdict_file.unlink(missing_ok=True)
+        if pending != final_dir / ".incomplete":
+            try:
+                pending.rmdir()
+            except OSError:
+                pass
         sidecar = {
             "schema": 1,
             "kernel": target.name,
@@ -175,22 +416,25 @@ def profile_all(names: list[str], shape, args, ncu: str) -> int:
             "target": user_sidecar(target, counted, limit) if target.user else None,
             "config": target.config.to_dict() if target.config else None,
             "config_slug": target.config.slug if target.config else None,
-            "dispatch": dispatch_record(target.name, gpu["slug"], shape.seq, args.dtype),
+            "dispatch": dispatch_record(target.name, info["gpu"]["slug"], shape.seq, args.dtype),
             "shape": shape.to_dict(),
             "dtype": args.dtype,
             "flops": shape.flops,
-            "gpu": gpu,
-            "clocks": {"nvidia_smi_before": clocks_before, "nvidia_smi_after": smi_clocks(),
+            "gpu": info["gpu"],
+            "clocks": {"nvidia_smi_before": info["clocks_before"] if i == 1 else smi_clocks(),
+                       "nvidia_smi_after": smi_clocks(),
                        "clock_control": args.clock_control,
                        "note": "the SM clock during the profiled launch is in the report "
                                "(sm__cycles_elapsed.avg.per_second)"},
-            "ncu": {"version": version, "section_set": args.section_set, "kernel_regex": regex,
+            "ncu": {"version": info["ncu_version"], "section_set": args.section_set, "kernel_regex": regex,
                     "launch_count": opts.launch_count, "profiled_kernels": profiled,
                     # the command as run, with the report's final path (ncu wrote it to .incomplete/)
                     "args": [str(report.with_suffix("")) if a == str(fresh.with_suffix("")) else a for a in cmd[1:]],
                     "seconds": round(ncu_secs, 2)},
             "correctness": verdict.to_dict() if verdict else None,
-            "software": software(),
+            "correctness_where": ("the profiled program, before the NVTX range" if in_child
+                                  else "the profiling process" if verdict else None),
+            "software": info["software"],
             "git": git_info(),
             "command": " ".join(shlex.quote(a) for a in sys.argv),
             "created": now(),
@@ -198,13 +442,75 @@ def profile_all(names: list[str], shape, args, ncu: str) -> int:
         write_json_atomic(report.with_name(stem + ".json"), sidecar)
         paths.append(report)
         print(f"[{label}] wrote {report} (ncu {ncu_secs:.1f}s, total {time.perf_counter() - t0:.1f}s)",
-              file=sys.stderr, flush=True)
+              file=stream, flush=True)
     if args.paths_file:
         args.paths_file.write_text("\n".join(str(p) for p in paths) + "\n")
-    print(f"profiled {len(paths)} target(s) in {time.perf_counter() - t_all:.1f}s", file=sys.stderr)
+    print(f"profiled {len(paths)} target(s) in {time.perf_counter() - t_all:.1f}s", file=stream)
     for p in paths:
-        print(p)
+        print(p, flush=True)
+    if analysis:
+        stages.update(analyse(paths, machine, stream))
+    stages["total"] = time.perf_counter() - t_all
+    timing = {k: round(v, 3) for k, v in stages.items()}
+    print("profile: stages " + ", ".join(f"{k} {v:.1f} s" for k, v in timing.items()), file=stream, flush=True)
+    if getattr(args, "timing_json", None):
+        write_json_atomic(args.timing_json, {"stages_s": timing, "reports": [str(p) for p in paths],
+                                             "note": "gate runs inside ncu's program: ncu includes it"})
     return 0
+
+
+# ------------------------------------------------------------- summary, figures
+def analyse(paths: list[Path], machine: Machine, stream) -> dict[str, float]:
+    """The new reports' summary (stdout) and the figures they change, from one parse of
+    their folder: the frame the summary reads is the one the figures draw."""
+    machine.join_preload()
+    if machine.preload_error is not None:
+        raise FlashprofError(f"the analysis stage cannot start: {machine.preload_error}")
+    from flashprof.analysis.charts import driver
+    from flashprof.analysis.charts.inputs import make_inputs
+    from flashprof.analysis.report.errors import ReportError
+    from flashprof.analysis.report.parse import load_frame
+    from flashprof.analysis.stages.summary import find_ceilings, find_ref_reports, render_table, summarize
+
+    times = {"parse": 0.0, "summary": 0.0, "figures": 0.0}
+    by_folder: dict[Path, list[Path]] = {}
+    for p in paths:
+        by_folder.setdefault(p.parent, []).append(p)
+    for folder, new in by_folder.items():
+        t0 = time.perf_counter()
+        inp = make_inputs(folder)
+        real = {os.path.realpath(p) for p in new}
+        problem = None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                frame = load_frame(inp.paths)
+            except (ReportError, ValueError) as e:  # another report of the folder: the new one still gets its summary
+                problem, frame = e, load_frame(new)
+        inp.__dict__["frame"] = frame  # Inputs.frame is a cached property: the figures reuse this parse
+        mine = frame["path"].map(os.path.realpath).isin(real)
+        names = list(dict.fromkeys(frame.loc[mine, "report"]))
+        for w in caught:  # only what concerns the new reports (the others' were said when they landed)
+            if any(str(w.message).startswith(f"{n}:") for n in names):
+                print(f"profile: warning: {w.message}", file=stream, flush=True)
+        t1 = time.perf_counter()
+        refs = {os.path.realpath(p) for p in find_ref_reports(new)} - real
+        is_ref = frame["path"].map(os.path.realpath).isin(refs)
+        rows = summarize(frame[mine], frame[is_ref] if is_ref.any() else None, find_ceilings(new))
+        print(render_table(rows), flush=True)
+        t2 = time.perf_counter()
+        if problem is not None:
+            raise FlashprofError(f"figures of {folder} not drawn: {str(problem).strip().splitlines()[0]}")
+        try:
+            out = driver.out_dir(folder)
+            driver.build_changed(inp, out, names, log=lambda m: print(m, flush=True))
+        except (FlashprofError, OSError, ValueError, KeyError) as e:
+            raise FlashprofError(f"figures of {folder} not drawn: {str(e).strip().splitlines()[0]}") from None
+        t3 = time.perf_counter()
+        times["parse"] += t1 - t0
+        times["summary"] += t2 - t1
+        times["figures"] += t3 - t2
+    return times
 
 
 def precount(target, fn, shape, dtype: str, regex: str | None, limit: int) -> list[str] | None:

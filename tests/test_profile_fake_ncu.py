@@ -41,6 +41,23 @@ if args == ["--version"]:
     sys.exit(0)
 w = sys.stdout.write
 w("==PROF== Connected to process 4242 (/usr/bin/python3)\n"); sys.stdout.flush()
+if mode == "slow":  # a long replay: the caller must stop it
+    time.sleep(60)
+# The profiled program's correctness gate (ncu_program --verdict FILE), before the range:
+# FAKE_NCU_GATE=ok|fail|silent (silent: the program wrote no verdict).
+if "--verdict" in args:
+    gate = os.environ.get("FAKE_NCU_GATE", "ok")
+    verdict = {{"ok": gate != "fail", "max_err": 0.5 if gate == "fail" else 1.0e-3, "ref_err": 2.0e-3,
+               "unwritten": 0, "reason": "max error 5.000e-01 > 2 x low-precision PyTorch error 2.000e-03"
+               if gate == "fail" else ""}}
+    if gate != "silent":
+        import json
+        with open(args[args.index("--verdict") + 1], "w") as f:
+            json.dump({{"label": "fake", "verdict": verdict, "seconds": 0.25}}, f)
+    if gate == "fail":
+        w("target: error: kernel fails the correctness check; refusing to continue\n")
+        w("==PROF== Disconnected from process 4242\n==WARNING== No kernels were profiled.\n")
+        sys.exit(3)
 if mode == "perm":
     w("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance "
       "Counters on the target device 0. For instructions on enabling permissions, see "
@@ -77,9 +94,14 @@ if mode == "many":  # a user target whose call launched more kernels
         w(f'==PROF== Profiling "{{name}}" - {{i}}: 0%....50%....100% - 38 passes\n')
 out = args[args.index("--export") + 1]
 out = out if out.endswith(".ncu-rep") else out + ".ncu-rep"
+copy = os.environ.get("FAKE_NCU_COPY")  # a real report's bytes, for the analysis stage
 if mode != "noreport":
-    with open(out, "w") as f:
-        f.write("NEW REPORT " + " ".join(args))
+    if copy:
+        with open(copy, "rb") as src, open(out, "wb") as f:
+            f.write(src.read())
+    else:
+        with open(out, "w") as f:
+            f.write("NEW REPORT " + " ".join(args))
 w("==PROF== Disconnected from process 4242\n")
 w(f"==PROF== Report: {{out}}\n")
 '''
@@ -285,3 +307,216 @@ def test_profile_all_user_target_over_limit_writes_nothing(fake_ncu, fake_machin
                             "softmax_kernel, gemm_kernel), more than MAX_LAUNCHES=2: raise MAX_LAUNCHES or pick "
                             "some with KERNEL_REGEX=")
     assert [p for p in args.out_dir.rglob("*") if p.is_file()] == []
+
+
+# ------------------------------------------------ the gate inside the profiled program
+def _gated(tmp_path, **kw):
+    return _args(tmp_path, no_gate=False, paths_file=None, **kw)
+
+
+def _program(cmd: list[str]) -> list[str]:
+    return cmd[cmd.index("flashprof.profiling.ncu_program") + 1:]
+
+
+@pytest.fixture
+def warm_build(monkeypatch):
+    """Kernels 1-7 already built: this process never loads one (nor imports torch)."""
+    from flashprof.profiling import profile, targets
+
+    monkeypatch.setattr(profile, "_built", lambda cfg, slug=None: True)
+    monkeypatch.setattr(targets.Target, "callable",
+                        lambda self: pytest.fail("the profiling process loaded the kernel"))
+
+
+def test_gate_runs_in_the_profiled_program(fake_ncu, fake_machine, warm_build, tmp_path, monkeypatch):
+    import json
+
+    from flashprof.profiling.profile import profile_all
+    from flashprof.profiling.workload import Shape
+
+    monkeypatch.setenv("FAKE_NCU_MODE", "ok")
+    monkeypatch.setenv("FAKE_NCU_GATE", "ok")
+    args = _gated(tmp_path)
+    assert profile_all(["6"], Shape(16, 4096), args, str(fake_ncu)) == 0
+    rep = args.out_dir / "kernel6.ncu-rep"
+    cmd = rep.read_text().split()[2:]  # the fake ncu wrote its argv after "NEW REPORT"
+    prog = _program(cmd)
+    verdict_path = Path(prog[prog.index("--verdict") + 1])
+    assert prog[0] == "6" and verdict_path.parent == args.out_dir / ".incomplete"
+    assert cmd[cmd.index("--nvtx-include") + 1] == "flashprof/"  # only the range is profiled
+    assert not verdict_path.exists()  # its content went into the sidecar
+    side = json.loads((args.out_dir / "kernel6.json").read_text())
+    assert side["correctness"] == {"ok": True, "max_err": 1.0e-3, "ref_err": 2.0e-3, "unwritten": 0, "reason": ""}
+    assert side["correctness_where"] == "the profiled program, before the NVTX range"
+    assert side["ncu"]["args"][-2:] == ["--verdict", str(verdict_path)]
+    assert sorted(p.name for p in args.out_dir.rglob("*") if p.is_file()) == ["kernel6.json", "kernel6.ncu-rep"]
+
+
+def test_no_gate_passes_no_verdict(fake_ncu, fake_machine, warm_build, tmp_path, monkeypatch):
+    from flashprof.profiling.profile import profile_all
+    from flashprof.profiling.workload import Shape
+
+    monkeypatch.setenv("FAKE_NCU_GATE", "fail")  # would refuse, were the gate run
+    args = _args(tmp_path, paths_file=None)  # no_gate=True
+    assert profile_all(["6"], Shape(16, 4096), args, str(fake_ncu)) == 0
+    assert "--verdict" not in (args.out_dir / "kernel6.ncu-rep").read_text().split()
+
+
+def test_gate_failure_in_the_program_is_one_line_and_lands_nothing(fake_ncu, fake_machine, warm_build, tmp_path,
+                                                                   monkeypatch, capsys):
+    from flashprof.profiling.profile import profile_all
+    from flashprof.profiling.workload import Shape
+
+    monkeypatch.setenv("FAKE_NCU_GATE", "fail")
+    args = _gated(tmp_path)
+    args.out_dir.mkdir()
+    _report(args.out_dir, "kernel6", "OLD", MTIME)
+    before = {p: p.read_bytes() for p in args.out_dir.rglob("*") if p.is_file()}
+    with pytest.raises(FlashprofError) as e:
+        profile_all(["6"], Shape(16, 4096), args, str(fake_ncu))
+    # the refusal the parent gate used to raise, from the verdict the program wrote
+    assert str(e.value) == ("kernel 6: FP32 instruction fusion fails the correctness check at 16x4096x16x128 fp16: "
+                            "max error 5.000e-01 > 2 x low-precision PyTorch error 2.000e-03; refusing to continue")
+    after = {p: p.read_bytes() for p in args.out_dir.rglob("*") if p.is_file()}
+    assert after == before  # the old report and sidecar as they were, nothing in history/ or .incomplete/
+    assert not (args.out_dir / ".incomplete").exists()
+
+
+def test_gate_failure_exits_nonzero_with_one_line(fake_ncu, fake_machine, warm_build, tmp_path, monkeypatch,
+                                                  capsys):
+    """Through main(): exit 2, one error line on stderr, no traceback."""
+    from flashprof.profiling import profile
+
+    monkeypatch.setenv("FAKE_NCU_GATE", "fail")
+    monkeypatch.setenv("FLASHPROF_NCU", str(fake_ncu))
+    out = tmp_path / "reports"
+    rc = profile.main(["6", "--out-dir", str(out), "--no-analysis"])
+    err = capsys.readouterr().err.splitlines()
+    errors = [ln for ln in err if "error" in ln]
+    assert rc == 2 and len(errors) == 1 and errors[0].startswith("profile: error: kernel 6: FP32 instruction "
+                                                                   "fusion fails the correctness check at ")
+    assert "Traceback" not in "\n".join(err)
+    assert [p for p in out.rglob("*") if p.is_file()] == []
+
+
+def test_missing_verdict_lands_nothing(fake_ncu, fake_machine, warm_build, tmp_path, monkeypatch):
+    from flashprof.profiling.profile import profile_all
+    from flashprof.profiling.workload import Shape
+
+    monkeypatch.setenv("FAKE_NCU_GATE", "silent")
+    args = _gated(tmp_path)
+    with pytest.raises(FlashprofError, match=r"the profiled program wrote no correctness verdict .*nothing was kept"):
+        profile_all(["ref"], Shape(16, 4096), args, str(fake_ncu))
+    assert [p for p in args.out_dir.rglob("*") if p.is_file()] == []
+
+
+def test_no_gpu_found_while_ncu_runs_wins_and_stops_it(fake_ncu, fake_machine, warm_build, tmp_path, monkeypatch,
+                                                        capsys):
+    """The GPU check runs beside ncu: its refusal is the one line, ncu (a 60 s replay) is
+    stopped, nothing was said before it and nothing lands."""
+    from flashprof.profiling import env
+    from flashprof.profiling.profile import profile_all
+    from flashprof.profiling.workload import Shape
+
+    def no_gpu():
+        time.sleep(0.5)  # ncu has started by now
+        raise FlashprofError("no CUDA GPU is visible (fake)")
+
+    monkeypatch.setattr(env, "gpu_info", no_gpu)
+    monkeypatch.setenv("FAKE_NCU_MODE", "slow")
+    args = _gated(tmp_path)
+    t0 = time.perf_counter()
+    with pytest.raises(FlashprofError) as e:
+        profile_all(["6"], Shape(16, 4096), args, str(fake_ncu))
+    assert str(e.value) == "no CUDA GPU is visible (fake)"
+    assert time.perf_counter() - t0 < 30
+    assert capsys.readouterr().err == ""  # the progress lines were held, then dropped
+    assert [p for p in args.out_dir.rglob("*") if p.is_file()] == []
+
+
+def test_cold_build_happens_in_this_process_first(fake_ncu, fake_machine, tmp_path, monkeypatch, capsys):
+    from flashprof.profiling import profile, targets
+    from flashprof.profiling.workload import Shape
+
+    loaded = []
+    monkeypatch.setattr(profile, "_built", lambda cfg, slug=None: False)
+    monkeypatch.setattr(targets.Target, "callable", lambda self: loaded.append(self.name))
+    args = _gated(tmp_path)
+    assert profile.profile_all(["6"], Shape(16, 4096), args, str(fake_ncu)) == 0
+    assert loaded == ["6"]  # built here, with its progress; the gate still ran in the program
+    assert "--verdict" in (args.out_dir / "kernel6.ncu-rep").read_text().split()
+    assert "build + correctness check" in capsys.readouterr().err
+
+
+def test_built_compares_with_every_source(tmp_path, monkeypatch):
+    from flashprof.kernels import build as kb
+    from flashprof.kernels.config import variant
+    from flashprof.profiling.profile import _built
+
+    cfg = variant(6)
+    csrc = tmp_path / "csrc"
+    csrc.mkdir()
+    (csrc / "a.cu").write_text("x")
+    monkeypatch.setattr(kb, "BUILD_ROOT", tmp_path / "ext")
+    monkeypatch.setattr(kb, "CSRC", csrc)
+    assert not _built(cfg)
+    so = tmp_path / "ext" / cfg.slug / f"{cfg.module_name}.so"
+    so.parent.mkdir(parents=True)
+    so.write_text("so")
+    os.utime(csrc / "a.cu", (1000, 1000))
+    assert _built(cfg)
+    os.utime(so, (500, 500))  # a source newer than the build
+    assert not _built(cfg)
+
+
+# ------------------------------------------- summary and figures in the same process
+H200 = Path(__file__).resolve().parents[1] / "reports" / "h200"
+
+
+def _copy_report(src: str, dest: Path, stem: str) -> None:
+    import shutil
+
+    shutil.copyfile(H200 / f"{src}.ncu-rep", dest / f"{stem}.ncu-rep")
+    shutil.copyfile(H200 / f"{src}.json", dest / f"{stem}.json")
+
+
+@pytest.mark.slow
+def test_profile_draws_only_what_the_new_report_changes(fake_ncu, fake_machine, warm_build, tmp_path, monkeypatch,
+                                                        capsys):
+    """kernel6 re-profiled (the fake ncu writes kernel5's real report): the summary is
+    printed, the files it feeds are redrawn, every other file is left alone, and each
+    file equals what a full `flashprof figures` draws from the same reports."""
+    pytest.importorskip("pyarrow")
+    from flashprof.analysis.charts import driver
+    from flashprof.analysis.charts.inputs import make_inputs
+    from flashprof.profiling.profile import profile_all
+    from flashprof.profiling.workload import Shape
+
+    if not all((H200 / f"{s}.ncu-rep").is_file() for s in ("kernel4", "kernel5", "kernel6", "cudnn")):
+        pytest.skip("the shipped reports are not here")
+    folder = tmp_path / "box"
+    folder.mkdir()
+    for stem in ("kernel4", "kernel6", "cudnn"):  # kernel4: the first series launch (gpu_ceilings' input)
+        _copy_report(stem, folder, stem)
+    figs = tmp_path / "figures"
+    monkeypatch.setattr(driver, "DEFAULT_OUT", figs)
+    out = driver.out_dir(folder)
+    driver.build(make_inputs(folder), out, jobs=1, log=lambda m: None)
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir()}
+
+    monkeypatch.setenv("FAKE_NCU_COPY", str(H200 / "kernel5.ncu-rep"))
+    args = _gated(tmp_path, out_dir=folder, no_analysis=False)
+    capsys.readouterr()
+    assert profile_all(["6"], Shape(16, 4096), args, str(fake_ncu)) == 0
+    stdout = capsys.readouterr().out
+    assert "duration_ns" in stdout and "kernel6" in stdout.splitlines()[1]  # the summary table of the new report
+    after = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir()}
+    redrawn = {n for n in after if after[n][1] != before.get(n, (None, None))[1]}
+    assert redrawn == {"roofline_kernel6.png", "roofline_overlay.png", "stall_lines_kernel6.png", "stalls.png",
+                       "pipes.png", "bank_conflicts.png", "pipe_shares.png", "gap.png"} & set(before) | (
+        redrawn & {"index.md"})
+
+    full = tmp_path / "full"
+    driver.build(make_inputs(folder), full, jobs=1, log=lambda m: None)
+    for name in before:  # redrawn or not, each file is what a full redraw gives now
+        assert after[name][0] == (full / name).read_bytes(), name

@@ -27,6 +27,7 @@ import multiprocessing as mp
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -118,6 +119,14 @@ def build(inp: Inputs, out: Path, only=None, log=print, jobs: int | None = None)
                 log(f"{PROG}: {name:<14} skipped {what}: {why}")
         work += [(name, i, str(out)) for i in range(len(listed))]
         captions += [(fname, cap) for fname, _, cap in listed]
+    written = _draw_all(inp, work, log, jobs)
+    if not only:  # a partial run would leave an index that misses the other figures
+        write_index(out, captions, inp, skipped)
+    return written
+
+
+def _draw_all(inp: Inputs, work: list, log, jobs: int | None) -> list[Path]:
+    """Draw ``work`` [(figure, job index, out)], spread over forked processes."""
     _WORKER["inputs"] = inp
     if jobs is None:
         jobs = min(4, os.cpu_count() or 1)
@@ -133,8 +142,79 @@ def build(inp: Inputs, out: Path, only=None, log=print, jobs: int | None = None)
             name, path, secs = _draw(job)
             written.append(Path(path))
             log(f"{PROG}: {name:<14} {path}  ({secs:.2f} s)")
-    if not only:  # a partial run would leave an index that misses the other figures
+    return written
+
+
+# --------------------------------------------------------------- what changed
+#: Figures drawn from every report's launches (one chart each): a changed report changes them.
+ALL_LAUNCHES = ("stalls", "pipes", "bank_conflicts")
+
+
+def fed_by(inp: Inputs, changed) -> dict[str, Callable[[str], bool]]:
+    """Figure -> which of its files the reports ``changed`` (names as in ``inp.ident``) feed.
+
+    roofline: each changed report's own file and the overlays; stall_lines: each changed
+    report's own file; stalls, pipes, bank_conflicts: their one chart of every launch;
+    gap and pipe_shares: the gap models read every report of the series' targets (the pipes
+    model's alpha is fitted over all of them), so a changed series report feeds them;
+    gpu_ceilings: the first series launch of each GPU (its peaks and clock). progression,
+    sass_mix and autotune read bench.csv, the static SASS and autotune.csv: no report."""
+    from flashprof.analysis.charts.identity import kernel_key
+    from flashprof.analysis.gap.pipes_model.pipe_table import TARGETS
+
+    changed = set(changed)
+    own_roof = {f"roofline_{safe_name(r)}.png" for r in changed}
+    per_report = {f"roofline_{safe_name(r)}.png" for r in inp.stems}
+    want: dict[str, Callable[[str], bool]] = {
+        "roofline": lambda f: f in own_roof or f not in per_report,  # the overlays are not per report
+        "stall_lines": lambda f: f in {f"stall_lines_{safe_name(r)}.png" for r in changed},
+    }
+    for name in ALL_LAUNCHES:
+        want[name] = lambda f: True
+    ident = inp.ident.assign(_key=[kernel_key(r, v) for r, v in zip(inp.ident["report"], inp.ident["variant"])])
+    targets = ident[ident["_key"].isin(TARGETS)]
+    if targets["report"].isin(changed).any():
+        want["gap"] = want["pipe_shares"] = lambda f: True
+    if targets.drop_duplicates("gpu")["report"].isin(changed).any():
+        want["gpu_ceilings"] = lambda f: True
+    return {name: want[name] for name in FIGURES if name in want}
+
+
+def build_changed(inp: Inputs, out: Path, changed, log=print, jobs: int | None = None) -> list[Path]:
+    """Redraw only the files the reports ``changed`` feed (``fed_by``), for `flashprof
+    profile`; the others stay as they are. index.md is rewritten (every figure listed)
+    only when a caption or a note of what was looked at is not in it already. A folder
+    whose figures were never drawn (no index.md) gets everything, as `flashprof figures`."""
+    out = Path(out)
+    if not (out / "index.md").is_file():
+        return build(inp, out, log=log, jobs=jobs)
+    out.mkdir(parents=True, exist_ok=True)
+    for attr in ("frame", "ident", "stems"):
+        getattr(inp, attr)
+    work, lines = [], []
+    for name, keep in fed_by(inp, changed).items():
+        try:
+            listed = FIGURES[name].jobs(inp)
+        except Skip as s:
+            log(f"{PROG}: {name:<14} skipped: {s}")
+            lines.append(f"- {name}: {s}")
+            continue
+        for i, (fname, _, cap) in enumerate(listed):
+            if keep(fname):
+                work.append((name, i, str(out)))
+                lines.append(f"- [{fname}]({fname}): {cap}")
+    lines += [f"- {what}: {why}" for (_, what), why in inp.notes.items()]
+    written = _draw_all(inp, work, log, jobs if jobs is not None else min(8, os.cpu_count() or 1))
+    index = set((out / "index.md").read_text().splitlines())
+    if any(line not in index for line in lines):
+        captions, skipped = [], []
+        for name in FIGURES:
+            try:
+                captions += [(fname, cap) for fname, _, cap in FIGURES[name].jobs(inp)]
+            except Skip as s:
+                skipped.append(f"- {name}: {s}")
         write_index(out, captions, inp, skipped)
+        log(f"{PROG}: index          {out / 'index.md'}")
     return written
 
 
