@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("plotly")
+if os.environ.get("CI", "").lower() != "true":  # under CI a missing dependency fails at import
+    pytest.importorskip("plotly")
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "reports" / "h200"
