@@ -29,10 +29,10 @@ PY      = $(if $(wildcard $(VENV_PY)),$(VENV_PY),$(error no $(VENV) here: run 'm
 
 # User values reach the recipes through the environment, quoted: a KERNEL such as
 # "6; rm -rf /" is one argument that profiling/kernels reject, never shell code.
-export KERNEL SEQ DTYPE SET ARCH A B REPORTS WHEELS WORKERS TARGET KERNEL_REGEX MAX_LAUNCHES SEQS
+export KERNEL SEQ DTYPE SET ARCH A B REPORTS HTML WHEELS WORKERS TARGET KERNEL_REGEX MAX_LAUNCHES SEQS
 
 .DEFAULT_GOAL := help
-.PHONY: help setup doctor test test-fast figures build profile bench gpu-session tune ceilings sass sass-diff sass-data gap summary notebook clean
+.PHONY: help setup doctor test test-fast figures report build profile bench gpu-session tune ceilings sass sass-diff sass-data gap summary notebook clean
 
 help: ## list targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -59,6 +59,9 @@ export FIGURES_OUT := $(if $(filter command line,$(origin OUT)),$(OUT))
 
 figures: setup ## draw the figures from REPORTS (others than reports/h200 go to figures/<folder>/ or OUT=)
 	$(VENV_PY) -m flashprof figures --reports "$$REPORTS" $${FIGURES_OUT:+--out "$$FIGURES_OUT"}
+
+report: setup ## one self-contained HTML page of REPORTS (report.html beside its figures; HTML=file.html elsewhere)
+	$(VENV_PY) -m flashprof report "$$REPORTS" $${HTML:+--out "$$HTML"}
 
 build: ## build kernel KERNEL as a torch extension (GPU machine)
 	$(PY) -m flashprof build "$$KERNEL"

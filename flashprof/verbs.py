@@ -35,6 +35,7 @@ VERBS: dict[str, Verb] = {
     "compare": Verb("flashprof.analysis.__main__", "two reports side by side, with regressions", ("compare",)),
     "gap": Verb("flashprof.analysis.__main__", "the cross-GPU model: why the series reaches ~101 % of FA2 on a 3090, ~80 % on an A100", ("gap",)),
     "figures": Verb("flashprof.analysis.charts.driver", "draw every figure from a folder of reports"),
+    "report": Verb("flashprof.analysis.page.command", "one self-contained HTML page of a folder of reports (send it)"),
     "notebook": Verb("flashprof.verbs", "open the stall-exploration notebook (Jupyter)"),
 }
 NOTEBOOK = Path(__file__).resolve().parents[1] / "analysis" / "explore_stalls.ipynb"

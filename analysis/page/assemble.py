@@ -1,0 +1,168 @@
+"""Inputs (the parsed folder) + summary records -> the one dict the page embeds and draws.
+
+Input: a ``flashprof.analysis.charts.inputs.Inputs`` (its frame and analysis frames, parsed
+once) and the summary records of that folder. Per-PC source frames come from
+``load_source_frame`` (the parse cache holds them for flashprof's own reports), only for
+launches whose report collected PC sampling. Sidecars (``<stem>.json``, the profiling
+metadata beside a report) are read through the parse stage's own reader.
+Output: ``page_data`` -> {"meta", "reports", "summary", "launches", "roofline", "stalls",
+"pipes", "sources", "compare", "figures"}; plotly figures as JSON dicts.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import math
+
+from matplotlib.colors import to_hex
+
+from flashprof.analysis.charts.identity import launches as launch_table
+from flashprof.analysis.page import data as D
+from flashprof.analysis.page import figures as F
+from flashprof.analysis.charts.labels import palette
+from flashprof.analysis.report import parse
+from flashprof.analysis.report.target_key import gpu_name
+from flashprof.analysis.stages.summary import jsonable
+
+# launches a source view is read for, per report (the longest first)
+SOURCE_MAX_LAUNCHES = 12
+# the overview charts show at most this many launches (the longest first)
+OVERVIEW_MAX = 60
+
+
+def _sidecar(path) -> dict:
+    try:
+        return parse._read_sidecar(parse.Path(path))
+    except Exception:
+        return {}
+
+
+def page_data(inp, records: list[dict], log=print) -> dict:
+    frame, roof = inp.frame, inp.roof
+    ident = inp.ident
+    L = launch_table(roof if len(roof) else ident)
+    grids = D.grid_shapes(frame)
+    label = {s: lab for s, lab in zip(L["sid"], L["label"])}
+    color = {s: to_hex(c) for s, c in zip(L["sid"], L["color"])}
+    order = list(L["sid"])
+    dominant = D.mark_dominant(records)
+    share = D.time_shares(records)
+    recs_by_sid = {D.sid(r["report"], r["launch"]): r for r in records}
+    order = [s for s in order if s in recs_by_sid] + [s for s in recs_by_sid if s not in order]
+
+    launches = []
+    for s in order:
+        r = recs_by_sid[s]
+        launches.append({"sid": s, "report": r["report"], "launch": r["launch"], "kernel": r["kernel"],
+                         "label": label.get(s, s), "color": color.get(s, "#888888"),
+                         "dominant": dominant.get(s, False), "time_share": D.sig(share.get(s), 4),
+                         "shape": D.launch_shape(r) or grids.get(s), "gpu": r.get("gpu"),
+                         "duration_ns": D.sig(r.get("duration_ns"), 6)})
+    info = {x["sid"]: x for x in launches}
+
+    # ---- roofline: one chart per (FLOP kind, GPU)
+    points = D.roofline_points(roof, records, ident)
+    for p in points:
+        p["label"], p["color"] = info.get(p["sid"], {}).get("label", p["sid"]), color.get(p["sid"], "#888888")
+        p["shape"] = p["shape"] or grids.get(p["sid"])
+    charts, off_chart = [], []
+    by_chart: dict[tuple, list[dict]] = {}
+    for p in points:
+        if p["kind"] is None or not p["levels"]:
+            why = (recs_by_sid.get(p["sid"], {}).get("provenance") or {}).get("tflops")
+            off_chart.append({"sid": p["sid"], "label": p["label"],
+                              "why": why or "no FLOP rate or no byte rate in this report (null)"})
+            continue
+        by_chart.setdefault((p["kind"], gpu_name(p["gpu"]) if p["gpu"] else "GPU unknown"), []).append(p)
+    kinds = ("tensor", "fp32", "fp16", "fp64")
+    for (kind, gpu), pts in sorted(by_chart.items(), key=lambda kv: (kinds.index(kv[0][0]), -len(kv[1]), kv[0][1])):
+        reports = sorted({p["report"] for p in pts})
+        sel = roof[roof["report"].isin(reports) & roof["flops_kind"].eq(kind)]
+        sel = sel[[D.sid(r, n) in {p["sid"] for p in pts} for r, n in zip(sel["report"], sel["launch"])]]
+        measured = inp.measured_roofs(reports) if inp.ceilings is not None else None
+        rf = D.roofs(sel, measured)
+        if len({p["color"] for p in pts}) < len(pts):  # one report's launches: a colour each on this chart
+            pts = [dict(p, color=to_hex(c)) for p, c in zip(pts, palette(len(pts)))]
+        fig = F.roofline_figure(pts, rf, kind, gpu)
+        charts.append({"id": f"roofline-{kind}-{len(charts)}", "kind": kind, "gpu": gpu,
+                       "launches": [p["sid"] for p in pts], "roofs": rf, "figure": F.compact(fig)})
+
+    # ---- stalls and pipes
+    stall_bars = D.stall_bars(inp.stall)
+    pipe_bars = D.pipe_bars(inp.pipe)
+    longest = sorted(order, key=lambda s: -(recs_by_sid[s].get("duration_ns") or 0))[:OVERVIEW_MAX]
+    shown = [s for s in order if s in set(longest)]
+    ov_labels = [info[s]["label"] + (" \u2605" if info[s]["dominant"] else "") for s in shown]
+    with_stalls = [s for s in shown if stall_bars.get(s, {}).get("reasons")]
+    with_pipes = [s for s in shown if any(v is not None for v in pipe_bars.get(s, {}).get("pct", []))]
+    overview = {
+        "stalls": F.compact(F.stall_overview([ov_labels[shown.index(s)] for s in with_stalls], with_stalls, stall_bars))
+        if with_stalls else None,
+        "pipes": F.compact(F.pipe_overview([ov_labels[shown.index(s)] for s in with_pipes], with_pipes, pipe_bars))
+        if with_pipes else None,
+        "of": len(order), "shown": len(shown)}
+
+    # ---- source views
+    sampled = D.has_pc_sampling(frame)
+    sources, source_notes = {}, {}
+    for report, path in inp.stems.items():
+        mine = [s for s in order if info[s]["report"] == report]
+        want = [s for s in mine if s in sampled]
+        if not want:
+            for s in mine:
+                source_notes[s] = f"no PC sampling in this report: collect with ncu {D.SOURCE_HINT}"
+            continue
+        want = sorted(want, key=lambda s: -(recs_by_sid[s].get("duration_ns") or 0))
+        for s in want[SOURCE_MAX_LAUNCHES:]:
+            source_notes[s] = (f"source view read for the {SOURCE_MAX_LAUNCHES} longest launches of "
+                               f"{report} only")
+        for s in want[:SOURCE_MAX_LAUNCHES]:
+            try:
+                src = parse.load_source_frame(path, info[s]["launch"])
+            except Exception as exc:  # one unreadable launch must not cost the page
+                source_notes[s] = f"per-instruction data unreadable: {str(exc).strip()[:120]}"
+                continue
+            view = D.source_view(src)
+            if view["groups"]:
+                sources[s] = view
+            else:
+                source_notes[s] = "no stall samples for this launch"
+    for s in order:
+        if s not in sources and s not in source_notes:
+            source_notes[s] = f"no PC sampling for this launch: collect with ncu {D.SOURCE_HINT}"
+
+    # ---- header: one row per report
+    missing = parse.missing_quantities(frame)
+    headers = []
+    for report, path in inp.stems.items():
+        mine = [recs_by_sid[s] for s in order if info[s]["report"] == report]
+        headers.append(D.report_header(report, str(path), _sidecar(path), mine, missing.get(report, [])))
+
+    meta = {"folder": str(inp.reports_dir), "folder_name": inp.reports_dir.name,
+            "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "flashprof": _version(), "launches": len(order), "reports": len(inp.stems),
+            "ceilings": inp.ceilings is not None,
+            "ceilings_gpu": (str(inp.ceilings["gpu"].iloc[0]) if inp.ceilings is not None and len(inp.ceilings) else None)}
+    return jsonable({
+        "meta": meta, "reports": headers, "summary": jsonable(records), "launches": launches,
+        "roofline": {"charts": charts, "off_chart": off_chart},
+        "overview": overview, "stalls": stall_bars, "pipes": pipe_bars,
+        "sources": sources, "source_notes": source_notes,
+        "compare": D.compare_pairs(records), "reason_colors": _reason_colors(),
+    })
+
+
+def _version() -> str:
+    try:
+        from flashprof import __version__
+        return str(__version__)
+    except Exception:
+        return "unknown"
+
+
+def _reason_colors() -> dict:
+    from flashprof.analysis.charts.style import REASON_COLORS
+    return dict(REASON_COLORS)
+
+
+def finite(v) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v)

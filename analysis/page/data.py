@@ -1,0 +1,325 @@
+"""What the report page shows, as plain JSON-ready data (pure: frames and records in, dicts out).
+
+Input: the long frame's analysis frames (``roofline``, ``stalls``, ``pipes``), the summary
+records of ``flashprof.analysis.stages.summary.summarize`` (as ``flashprof summary --format
+json`` prints them), the per-PC source frames of ``load_source_frame``, each report's sidecar
+dict and the measured roofs. Output: dicts the page embeds in one JSON blob and the plotly
+figures of ``flashprof.analysis.page.figures`` draw from. Numbers that only feed a picture are
+rounded to 4 significant digits; the summary records are embedded exactly as summarised.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import pandas as pd
+
+from flashprof.analysis.metrics import recipes
+from flashprof.analysis.stages.stalls import NOT_A_STALL, REASON_FAMILY, STALL_REASONS
+from flashprof.analysis.stages.summary import compare, jsonable
+
+# The per-launch source view keeps the hottest lines only: a page stays a few MB.
+SOURCE_MAX_LINES = 400
+# Compare view: launches are paired by position; a pair of reports shows this many pairs.
+COMPARE_MAX_PAIRS = 8
+NO_LINE_INFO = "(no file:line: build with -lineinfo and profile with --import-source yes)"
+SOURCE_HINT = "--section SourceCounters"
+
+
+def sig(v, digits: int = 4):
+    """A float rounded to ``digits`` significant digits; NaN/inf/None -> None."""
+    if v is None or isinstance(v, bool):
+        return v
+    if isinstance(v, (int, float)):
+        f = float(v)
+        if not math.isfinite(f):
+            return None
+        return float(f"{f:.{digits}g}")
+    return v
+
+
+def sid(report: str, launch) -> str:
+    return f"{report}#{int(launch)}"
+
+
+def _none(v):
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+
+# --------------------------------------------------------------------------- summary
+def mark_dominant(records: list[dict]) -> dict[str, bool]:
+    """{sid: dominant} per launch. The records' own ``dominant`` field where the summary
+    gives one; otherwise the longest launch of each report (by ``duration_ns``) is dominant."""
+    if any("dominant" in r for r in records):
+        return {sid(r["report"], r["launch"]): bool(r.get("dominant")) for r in records}
+    best: dict[str, tuple[float, str]] = {}
+    for r in records:
+        d = _none(r.get("duration_ns"))
+        if d is None:
+            continue
+        k = sid(r["report"], r["launch"])
+        if r["report"] not in best or d > best[r["report"]][0]:
+            best[r["report"]] = (float(d), k)
+    winners = {k for _d, k in best.values()}
+    return {sid(r["report"], r["launch"]): sid(r["report"], r["launch"]) in winners for r in records}
+
+
+def time_shares(records: list[dict]) -> dict[str, float | None]:
+    """{sid: share of its report's profiled time}: the records' ``time_share`` where given,
+    else duration / the report's summed launch durations."""
+    if any("time_share" in r for r in records):
+        return {sid(r["report"], r["launch"]): _none(r.get("time_share")) for r in records}
+    totals: dict[str, float] = {}
+    for r in records:
+        d = _none(r.get("duration_ns"))
+        if d is not None:
+            totals[r["report"]] = totals.get(r["report"], 0.0) + float(d)
+    out = {}
+    for r in records:
+        d, t = _none(r.get("duration_ns")), totals.get(r["report"])
+        out[sid(r["report"], r["launch"])] = float(d) / t if d is not None and t else None
+    return out
+
+
+def compare_pairs(records: list[dict], max_pairs: int = COMPARE_MAX_PAIRS) -> dict[str, dict]:
+    """``compare`` of every ordered pair of reports (A baseline, B compared), compacted:
+    {"A|B": {"pairs": [{launch_a, launch_b, regressions, rows: [[field, a, b, delta, pct]]}],
+    "of": number of launch pairs}}; at most ``max_pairs`` launch pairs are kept per report pair."""
+    by_report: dict[str, list[dict]] = {}
+    for r in records:
+        by_report.setdefault(r["report"], []).append(r)
+    out = {}
+    names = list(by_report)
+    for a in names:
+        for b in names:
+            if a == b:
+                continue
+            ra, rb = by_report[a], by_report[b]
+            pairs = compare(ra[:max_pairs], rb[:max_pairs])
+            out[f"{a}|{b}"] = {
+                "of": min(len(ra), len(rb)),
+                "pairs": [{"launch_a": p["launch_a"], "launch_b": p["launch_b"],
+                           "regressions": p["regressions"],
+                           "rows": [[x["field"], sig(x["a"]), sig(x["b"]), sig(x["delta"]), sig(x["delta_pct"], 3)]
+                                    for x in p["rows"]]} for p in pairs]}
+    return out
+
+
+# --------------------------------------------------------------------------- roofline
+_LEVEL_AI = {"L1": "ai_l1", "L2": "ai_l2", "DRAM": "ai_dram", "shared memory": "ai_smem"}
+
+
+def roofline_points(roof: pd.DataFrame, records: list[dict], ident: pd.DataFrame) -> list[dict]:
+    """One dict per launch that has a FLOP kind: its points per memory level on its own
+    kind's chart, with everything the hover shows (values and provenance)."""
+    recs = {sid(r["report"], r["launch"]): r for r in records}
+    shape = {sid(r["report"], r["launch"]): r for r in ident.to_dict("records")}
+    out = []
+    for key, sub in roof.groupby(["report", "launch"], sort=False, observed=True):
+        k = sid(*key)
+        sub = sub.sort_values("level")
+        first = sub.iloc[0]
+        kind = _none(first["flops_kind"])
+        rec = recs.get(k, {})
+        prov = rec.get("provenance") or {}
+        levels = []
+        for row in sub.to_dict("records"):
+            ai, fl = row["ai"], row["flops"]
+            if kind is None or not (_finite_pos(ai) and _finite_pos(fl)):
+                continue
+            level = str(row["level"])
+            levels.append({
+                "level": level, "ai": sig(ai), "flops": sig(fl),
+                "ai_tensor": sig(row["ai_tensor"]), "ai_fp32": sig(row["ai_fp32"]), "ai_total": sig(row["ai_total"]),
+                "bytes_per_s": sig(row["bytes_per_s"]), "bw_ceiling": sig(row["bw_ceiling"]),
+                "bytes_provenance": _none(row["bytes_provenance"]),
+                "ai_provenance": prov.get(_LEVEL_AI[level]),
+                "in_ncu_chart": bool(row["in_ncu_chart"]),
+            })
+        out.append({
+            "sid": k, "report": key[0], "launch": int(key[1]), "kernel": str(first["kernel"]),
+            "gpu": _none(first["gpu"]), "arch": _none(first["arch"]), "kind": kind,
+            "flops": sig(first["flops"]), "flops_provenance": _none(first["flops_provenance"]) or prov.get("tflops"),
+            "ceiling": sig(first["compute_ceiling"]), "ceiling_provenance": prov.get("peak_tflops"),
+            "sm_clock_hz": sig(rec.get("sm_clock_hz", first["sm_clock_hz"])),
+            "clock_provenance": prov.get("sm_clock_hz"),
+            "duration_ns": sig(rec.get("duration_ns")),
+            "tensor_path": _none(first["tensor_path"]), "tensor_src": _none(first["tensor_src"]),
+            "dtype": _none(rec.get("dtype")), "shape": launch_shape(shape.get(k, {})),
+            "estimated": str(first["flops_provenance"] or "").startswith("estimated"),
+            "levels": levels,
+        })
+    return out
+
+
+def _finite_pos(v) -> bool:
+    return v is not None and not pd.isna(v) and math.isfinite(float(v)) and float(v) > 0
+
+
+def launch_shape(rec: dict, grid: dict | None = None) -> str | None:
+    """'B16 H16 S4096 d128' from the sidecar fields; else the launch grid when known."""
+    vals = [rec.get(f) for f in ("batch", "heads", "seq", "d_head")]
+    if all(v is not None and not pd.isna(v) for v in vals):
+        b, h, s, d = (int(v) for v in vals)
+        return f"B{b} H{h} S{s} d{d}"
+    if grid:
+        return grid.get(sid(rec["report"], rec["launch"])) if "report" in rec else None
+    return None
+
+
+def grid_shapes(frame: pd.DataFrame) -> dict[str, str]:
+    """{sid: 'grid 128x16x1 · block 256'} from the launch__ metrics (any report has them)."""
+    names = ["launch__grid_dim_x", "launch__grid_dim_y", "launch__grid_dim_z", "launch__block_size"]
+    sub = frame[frame["metric"].isin(names)]
+    out = {}
+    for (report, launch), g in sub.groupby(["report", "launch"], sort=False):
+        m = dict(zip(g["metric"], g["value"]))
+        if all(n in m for n in names[:3]):
+            text = "grid " + "x".join(str(int(m[n])) for n in names[:3])
+            if names[3] in m:
+                text += f" \u00b7 block {int(m[names[3]])}"
+            out[sid(report, launch)] = text
+    return out
+
+
+def roofs(roof: pd.DataFrame, measured: pd.DataFrame | None) -> dict:
+    """The theoretical roofs of ``roof`` (the launches of one chart) as the static figures
+    draw them, and the measured ones: {"compute": {name: FLOP/s}, "bandwidth": {level: B/s},
+    "measured": [{roof, per_second, unit, pct_of_theoretical, sm_clock_hz}]}."""
+    from flashprof.analysis.charts.roofline_layers import _roof_ceilings
+    ceil = _roof_ceilings(roof)
+    compute = {k: sig(v) for k, v in ceil.items() if not k.startswith("bw:")}
+    bandwidth = {k[3:]: sig(v) for k, v in ceil.items() if k.startswith("bw:")}
+    meas = []
+    if measured is not None:
+        for r in measured.to_dict("records"):
+            meas.append({"roof": r["roof"], "per_second": sig(r["per_second"]), "unit": r["unit"],
+                         "pct_of_theoretical": sig(r["pct_of_theoretical"], 3), "sm_clock_hz": sig(r["sm_clock_hz"])})
+    return {"compute": compute, "bandwidth": bandwidth, "measured": meas}
+
+
+# --------------------------------------------------------------------------- stalls, pipes
+def stall_bars(stall: pd.DataFrame) -> dict[str, dict]:
+    """{sid: {"reasons": [...], "per_issue": [...], "fraction": [...]}} in STALL_REASONS order,
+    reasons the report lacks left out; 'selected' (the issuing warp) is kept and flagged."""
+    out = {}
+    for (report, launch), g in stall.groupby(["report", "launch"], sort=False, observed=True):
+        g = g.sort_values("reason")
+        g = g[g["per_issue"].notna()]
+        out[sid(report, launch)] = {"reasons": [str(r) for r in g["reason"]],
+                                    "per_issue": [sig(v) for v in g["per_issue"]],
+                                    "fraction": [sig(v) for v in g["fraction"]]}
+    return out
+
+
+def pipe_bars(pipe: pd.DataFrame) -> dict[str, dict]:
+    """{sid: {"names": [...], "pct": [...], "provenance": [...], "mix": [[opcode, share], ...]}}."""
+    out = {}
+    for (report, launch), g in pipe.groupby(["report", "launch"], sort=False):
+        util = g[g["category"].isin(["utilization", "issue"])]
+        mix = g[g["category"] == "inst_mix_opcode"].head(12)
+        out[sid(report, launch)] = {
+            "names": list(util["name"]), "pct": [sig(v) for v in util["value"]],
+            "provenance": [_none(p) for p in util["provenance"]],
+            "mix": [[n, sig(s, 3)] for n, s in zip(mix["name"], mix["share"])]}
+    return out
+
+
+# --------------------------------------------------------------------------- source view
+def stall_columns(src: pd.DataFrame) -> list[str]:
+    """PC-sampling stall columns that count stalls: no ``selected``, no ``_not_issued`` subsets."""
+    return [c for c in src.columns if c.startswith("stall_") and not c.endswith("_not_issued")
+            and c[len("stall_"):] not in NOT_A_STALL]
+
+
+def source_view(src: pd.DataFrame, max_lines: int = SOURCE_MAX_LINES) -> dict:
+    """One launch's SASS lines with stall samples, grouped under their file:line, hottest
+    group first and hottest line first inside a group.
+
+    {"reasons": [...], "total": all stall samples, "lines_with_samples": n, "kept": n,
+     "groups": [{"loc", "file", "line", "samples", "lines": [[pc_offset, sass, samples, by_reason]]}]}
+    where ``by_reason`` is flat [reason index, samples, ...] over the reasons with samples."""
+    cols = stall_columns(src)
+    if src.empty or not cols:
+        return {"reasons": [], "total": 0, "lines_with_samples": 0, "kept": 0, "groups": []}
+    reasons = [c[len("stall_"):] for c in cols]
+    order = [r for r in STALL_REASONS if r in reasons] + [r for r in reasons if r not in STALL_REASONS]
+    cols = [f"stall_{r}" for r in order]
+    df = src.copy()
+    df["_n"] = df[cols].sum(axis=1)
+    total = float(df["_n"].sum())
+    hot = df[df["_n"] > 0].sort_values(["_n", "pc"], ascending=[False, True])
+    n_hot = len(hot)
+    hot = hot.head(max_lines)
+    has_file = "file" in hot.columns
+    groups: dict[str, dict] = {}
+    for row in hot.to_dict("records"):
+        f = row.get("file") if has_file else ""
+        ln = row.get("line")
+        if f and ln is not None and not pd.isna(ln):
+            loc, fname, line = f"{f}:{int(ln)}", f, int(ln)
+        else:
+            loc, fname, line = NO_LINE_INFO, None, None
+        g = groups.setdefault(loc, {"loc": loc, "file": fname, "line": line, "samples": 0, "lines": []})
+        g["samples"] += int(row["_n"])
+        sparse = [x for i, c in enumerate(cols) if row[c] > 0 for x in (i, int(row[c]))]
+        g["lines"].append([int(row["pc_offset"]), str(row["sass"]), int(row["_n"]), sparse])
+    ordered = sorted(groups.values(), key=lambda g: (-g["samples"], -max(x[2] for x in g["lines"])))
+    return {"reasons": order, "total": int(total), "lines_with_samples": n_hot, "kept": len(hot),
+            "groups": ordered}
+
+
+def has_pc_sampling(frame: pd.DataFrame) -> set[str]:
+    """The sids whose launch collected PC sampling (the SourceCounters section)."""
+    sub = frame[frame["metric"] == "smsp__pcsamp_sample_count"]
+    return {sid(r, n) for r, n in zip(sub["report"], sub["launch"])}
+
+
+# --------------------------------------------------------------------------- header
+def _get(d: dict, *path):
+    for p in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(p)
+    return d
+
+
+def report_header(report: str, path: str, sidecar: dict, recs: list[dict], lost: list[str]) -> dict:
+    """What the header row of one report says: where and how it was profiled, and what it lacks."""
+    clocks = [r.get("sm_clock_hz") for r in recs if _none(r.get("sm_clock_hz")) is not None]
+    smi = _get(sidecar, "clocks", "nvidia_smi_before") or {}
+    shapes = sorted({s for s in (launch_shape(r) for r in recs) if s})
+    dtypes = sorted({str(r["dtype"]) for r in recs if _none(r.get("dtype"))})
+    git = sidecar.get("git") if isinstance(sidecar.get("git"), dict) else {}
+    target_git = _get(sidecar, "target", "git") or {}
+    rev = git.get("revision")
+    if rev == "HEAD" and target_git.get("revision"):
+        rev = target_git["revision"]
+    return {
+        "report": report, "file": os.path.basename(path), "launches": len(recs),
+        "title": sidecar.get("title") or None,
+        "gpu": sorted({r["gpu"] for r in recs if r.get("gpu")}) or None,
+        "arch": sorted({r["arch"] for r in recs if r.get("arch")}) or None,
+        "driver": _get(sidecar, "gpu", "driver"),
+        "ncu_version": _get(sidecar, "ncu", "version"),
+        "section_set": _get(sidecar, "ncu", "section_set"),
+        "sm_clock_ghz": [sig(min(clocks) / 1e9, 3), sig(max(clocks) / 1e9, 3)] if clocks else None,
+        "smi_sm_mhz": smi.get("sm_mhz"), "smi_mem_mhz": smi.get("mem_mhz"),
+        "clock_control": _get(sidecar, "clocks", "clock_control"),
+        "shape": shapes or None, "dtype": dtypes or None,
+        "git_revision": rev, "git_dirty": git.get("dirty"),
+        "created": sidecar.get("created"),
+        "target": _get(sidecar, "target", "spec"),
+        "sidecar": bool(sidecar),
+        "missing": [recipes.LABELS.get(q, q) for q in lost],
+        "collect_hint": ("ncu " + recipes.collect_hint(lost)) if lost else None,
+    }
+
+
+def jsonable_records(records: list[dict]) -> list[dict]:
+    """The summary records as ``flashprof summary --format json`` prints them."""
+    return jsonable(records)
+
+
+def reason_family(reason: str) -> str:
+    return REASON_FAMILY.get(reason, "other")

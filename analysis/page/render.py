@@ -1,0 +1,437 @@
+"""The page data (``flashprof.analysis.page.assemble.page_data``) -> one self-contained HTML file.
+
+plotly draws every chart: its JavaScript is inlined once (``plotly.offline.get_plotlyjs``,
+what ``include_plotlyjs=True`` writes), each figure is a ``Plotly.newPlot`` of its JSON. The
+tables are plain HTML written here; a few lines of script sort them, switch the compare
+pair and the launch shown, and filter the source view. All data sits in one JSON blob
+(``<script id="flashprof-data" type="application/json">``), so a reader (or a test) can
+take the numbers out again. Nothing is fetched at view time.
+"""
+from __future__ import annotations
+
+import html
+import json
+import math
+
+from flashprof.analysis.page.figures import KIND_NAMES
+
+E = html.escape
+STAR, DASH, DOT = "\u2605", "\u2013", " \u00b7 "
+
+
+def _blob(obj) -> str:
+    text = json.dumps(obj, separators=(",", ":"), allow_nan=False)
+    return text.replace("</", "<\\/")  # the blob cannot end its <script> early
+
+
+def _num(v, digits: int = 3, scale: float = 1.0) -> str:
+    if v is None or isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return "\u2013"
+    x = v * scale
+    if abs(x) >= 10 ** digits:
+        return f"{x:,.0f}"
+    return f"{x:.{digits}g}"
+
+
+def _sortval(v, scale: float = 1.0) -> str:
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+        return repr(float(v) * scale)
+    return ""
+
+
+def _prov_mark(p) -> str:
+    """A small tag after a value whose provenance is not exact."""
+    if p in (None, "exact", "measured"):
+        return ""
+    cls = "est" if str(p).startswith("estimated") else "der"
+    short = "est." if cls == "est" else "der."
+    return f' <span class="prov {cls}" title="{E(str(p))}">{short}</span>'
+
+
+# --------------------------------------------------------------------------- header
+def header_html(data: dict) -> str:
+    meta = data["meta"]
+    rows = []
+    for h in data["reports"]:
+        clock = "\u2013"
+        if h["sm_clock_ghz"]:
+            lo, hi = h["sm_clock_ghz"]
+            clock = f"{lo:.3g} GHz" if lo == hi else f"{lo:.3g}\u2013{hi:.3g} GHz"
+        smi = ""
+        if h["smi_sm_mhz"]:
+            smi = f"<br><span class=dim>nvidia-smi SM {E(str(h['smi_sm_mhz']))} MHz, mem {E(str(h['smi_mem_mhz']))} MHz" \
+                  f"{', clock control ' + E(str(h['clock_control'])) if h.get('clock_control') else ''}</span>"
+        nosc = '<span class=dim>not recorded (no flashprof sidecar)</span>'
+        rev = h["git_revision"]
+        rev = "HEAD (commit not recorded)" if rev == "HEAD" else (rev or "not recorded")[:12]
+        git = nosc if not h["sidecar"] else (E(rev)
+                                             + (" <span class=warn>(dirty)</span>" if h.get("git_dirty") else ""))
+        lacks = "<span class=ok>nothing</span>"
+        if h["missing"]:
+            lacks = (f"<span class=warn>{E(', '.join(h['missing']))}</span><br>"
+                     "<code class=hint>" + E(h["collect_hint"]).replace(" --", "<br>&nbsp;&nbsp;--") + "</code>")
+        rows.append(
+            f"<tr><td><b>{E(h['report'])}</b><br><span class=dim>{E(h['title'] or h['file'])}"
+            f"{(DOT + E(h['target'])) if h.get('target') else ''}</span></td>"
+            f"<td>{E(', '.join(h['gpu'] or ['unknown']))}<br><span class=dim>{E(', '.join(h['arch'] or []))}</span></td>"
+            f"<td>{E(h['driver']) if h['driver'] else nosc}</td>"
+            f"<td>{E(h['ncu_version']) if h['ncu_version'] else nosc}"
+            f"{'<br><span class=dim>--set ' + E(h['section_set']) + '</span>' if h.get('section_set') else ''}</td>"
+            f"<td>{clock}{smi}</td>"
+            f"<td>{E(', '.join(h['shape'] or ['not recorded']))}<br><span class=dim>{E(', '.join(h['dtype'] or ['dtype not recorded']))}</span></td>"
+            f"<td>{h['launches']}</td><td>{git}<br><span class=dim>{E(str(h.get('created') or ''))[:16]}</span></td>"
+            f"<td class=lacks>{lacks}</td></tr>")
+    gpus = sorted({g for h in data["reports"] for g in (h["gpu"] or [])})
+    ceil = (f"measured roofs from ceilings.json ({E(meta['ceilings_gpu'])})" if meta["ceilings"]
+            else "no ceilings.json beside these reports (theoretical roofs only; <code>make ceilings</code> measures them)")
+    return (f"<header><h1>flashprof report \u00b7 <span class=folder>{E(meta['folder_name'])}</span></h1>"
+            f"<p class=sub>{meta['reports']} report(s), {meta['launches']} launch(es) on {E(', '.join(gpus) or 'unknown GPU')}"
+            f" \u00b7 {ceil} \u00b7 made {E(meta['created'])} by flashprof {E(meta['flashprof'])} from "
+            f"<code>{E(meta['folder'])}</code> \u00b7 self-contained: opens offline in any browser</p>"
+            f"<nav><a href='#reports'>reports</a> <a href='#summary'>summary</a> <a href='#compare'>compare</a> "
+            f"<a href='#roofline'>roofline</a> <a href='#stalls'>stalls &amp; pipes</a> <a href='#launch'>launch detail &amp; source</a></nav></header>"
+            f"<section id=reports><h2>Reports: where and how they were profiled, and what they lack</h2>"
+            f"<div class=scroll><table class=meta><thead><tr><th>report</th><th>GPU</th><th>driver</th><th>Nsight Compute</th>"
+            f"<th>SM clock (profiled)</th><th>shape, dtype</th><th>launches</th><th>git revision</th>"
+            f"<th>lacks (null values) \u2192 ncu options that collect it</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div></section>")
+
+
+# --------------------------------------------------------------------------- summary table
+# (header, record field or callable, digits, scale, title)
+def _pct_peak(r):
+    t, p = r.get("tflops"), r.get("peak_tflops")
+    return 100 * t / p if isinstance(t, (int, float)) and isinstance(p, (int, float)) and p else None
+
+
+def _top_stall(r):
+    st = {k: v for k, v in (r.get("stalls") or {}).items() if v is not None and k != "selected"}
+    if not st:
+        return None, None
+    k = max(st, key=st.get)
+    return k, st[k]
+
+
+COLUMNS = [
+    ("duration \u00b5s", "duration_ns", 4, 1e-3, "gpu__time_duration.sum"),
+    ("time share %", "_share", 3, 100, "share of its report's profiled launch time"),
+    ("FLOP kind", "flops_kind", 0, 1, "the launch's largest FLOP kind: its roofline chart"),
+    ("TFLOP/s", "tflops", 4, 1, "FLOP/s of the launch's own kind"),
+    ("% of peak", _pct_peak, 3, 1, "TFLOP/s / the report's own peak of that kind at its clock"),
+    ("% measured", "pct_of_measured_peak", 3, 1, "tensor FLOP/s / measured mma/wgmma peak (ceilings.json)"),
+    ("AI L1", "ai_l1", 3, 1, "FLOP/byte at L1"), ("AI L2", "ai_l2", 3, 1, "FLOP/byte at L2"),
+    ("AI DRAM", "ai_dram", 3, 1, "FLOP/byte at DRAM"), ("AI smem", "ai_smem", 3, 1, "FLOP/byte at shared memory (flashprof level)"),
+    ("tensor %", "tensor_pipe_pct", 3, 1, "tensor pipe % of peak"), ("FMA %", "fma_pipe_pct", 3, 1, "FMA pipe % of peak"),
+    ("ALU %", "alu_pipe_pct", 3, 1, "ALU pipe % of peak"), ("XU %", "xu_pipe_pct", 3, 1, "XU (MUFU) pipe % of peak"),
+    ("LSU %", "lsu_pipe_pct", 3, 1, "LSU pipe % of peak"), ("issue %", "issue_active_pct", 3, 1, "issue slots busy"),
+    ("% of FA2", "pct_of_fa2", 3, 1, "100 x duration(FA2 reference) / duration"),
+]
+_PROV_FIELD = {"tflops": "tflops", "ai_l1": "ai_l1", "ai_l2": "ai_l2", "ai_dram": "ai_dram", "ai_smem": "ai_smem",
+               "duration_ns": "duration_ns"}
+
+
+def summary_html(data: dict) -> str:
+    info = {x["sid"]: x for x in data["launches"]}
+    recs = {f"{r['report']}#{int(r['launch'])}": r for r in data["summary"]}
+    heads = ["", "launch", "kernel", "GPU", "shape \u00b7 dtype"] + [c[0] for c in COLUMNS] + ["top stall", "lacks"]
+    titles = ["\u2605 = dominant launch of its report (longest)", "report #launch", "the kernel's function name", "", ""] + \
+             [c[4] for c in COLUMNS] + ["largest stall reason, warps per issued instruction", "quantities null in this report"]
+    th = "".join(f"<th title='{E(t)}'>{E(h)}</th>" for h, t in zip(heads, titles))
+    body = []
+    several = len(info) > len({x["report"] for x in info.values()})  # shade only where it picks one of several
+    for s, x in info.items():
+        r = recs[s]
+        cells = [f"<td data-v='{1 if x['dominant'] else 0}' class=star>{STAR if x['dominant'] else ''}</td>",
+                 f"<td data-v='{E(x['label'])}'><span class=swatch style='background:{x['color']}'></span>{E(x['label'])}</td>",
+                 f"<td data-v='{E(str(r['kernel']))}' title='{E(str(r['kernel']))}' class=kern>{E(str(r['kernel'])[:38])}</td>",
+                 f"<td data-v='{E(str(r.get('gpu')))}'>{E(str(r.get('gpu') or DASH)).replace('NVIDIA ', '')}</td>",
+                 f"<td data-v='{E(str(x.get('shape') or ''))}'>{E(str(x.get('shape') or DASH))} \u00b7 {E(str(r.get('dtype') or DASH))}</td>"]
+        for _h, field, digits, scale, _t in COLUMNS:
+            if callable(field):
+                v = field(r)
+            elif field == "_share":
+                v = x.get("time_share")
+            else:
+                v = r.get(field)
+            if field == "flops_kind":
+                cells.append(f"<td data-v='{E(str(v or ''))}'>{E(str(v or DASH))}</td>")
+                continue
+            prov = (r.get("provenance") or {}).get(_PROV_FIELD.get(field, ""), "exact") if isinstance(field, str) else None
+            mark = _prov_mark(prov) if _sortval(v) else ""
+            cells.append(f"<td class=num data-v='{_sortval(v, scale)}'>{_num(v, digits, scale)}{mark}</td>")
+        k, v = _top_stall(r)
+        cells.append(f"<td data-v='{_sortval(v)}'>{E(k or DASH)} {_num(v, 3) if k else ''}</td>")
+        lost = r.get("missing") or []
+        cells.append(f"<td data-v='{len(lost)}' title='{E(', '.join(lost))}' class=num>{len(lost) or ''}</td>")
+        body.append(f"<tr data-sid='{E(s)}' class='{'dom' if x['dominant'] and several else ''}'>{''.join(cells)}</tr>")
+    return (f"<section id=summary><h2>Summary: one row per launch</h2>"
+            f"<p class=note>Click a column header to sort (again: reverse). \u2605 marks each report's dominant launch; "
+            f"<span class='prov der'>der.</span> derived and <span class='prov est'>est.</span> estimated values (hover for the recipe); "
+            f"\u2013 = null: the report cannot support it (see the Reports table for the ncu options). Same numbers as "
+            f"<code>flashprof summary --format json</code>. Click a row to open that launch below.</p>"
+            f"<div class='scroll tall'><table id=summary-table class=sortable><thead><tr>{th}</tr></thead>"
+            f"<tbody>{''.join(body)}</tbody></table></div></section>")
+
+
+# --------------------------------------------------------------------------- sections
+def compare_html(data: dict) -> str:
+    reports = list(dict.fromkeys(r["report"] for r in data["summary"]))
+    if len(reports) < 2:
+        return ("<section id=compare><h2>Compare two reports</h2><p class=note>One report in this folder: "
+                "nothing to compare.</p></section>")
+    a, b = reports[0], reports[1]
+    if "kernel6" in reports and "kernel7" in reports:
+        a, b = "kernel6", "kernel7"
+    opts = lambda sel: "".join(f"<option{' selected' if r == sel else ''}>{E(r)}</option>" for r in reports)  # noqa: E731
+    return (f"<section id=compare><h2>Compare two reports (B against baseline A)</h2>"
+            f"<p class=note>Launches are paired by position, every numeric field diffed (B \u2212 A), as "
+            f"<code>flashprof compare A B</code>; regressions: duration up more than 2 %, or a stall reason up by "
+            f"\u2265 0.05 warps per issued instruction and \u2265 10 % (and its total warp-cycles too).</p>"
+            f"<div class=controls>A <select id=cmp-a>{opts(a)}</select> B <select id=cmp-b>{opts(b)}</select> "
+            f"<button id=cmp-swap type=button>swap</button> fields <input id=cmp-filter placeholder='filter, e.g. stalls' size=18>"
+            f" <label><input type=checkbox id=cmp-changed checked> only changed by \u2265 1 %</label></div>"
+            f"<div id=cmp-out></div></section>")
+
+
+def roofline_html(data: dict) -> str:
+    rf = data["roofline"]
+    parts = ["<section id=roofline><h2>Hierarchical roofline, one chart per FLOP kind and GPU</h2>",
+             "<p class=note>Each launch is one trace: its L1 (\u25cf), L2 (\u25a0), DRAM (\u25b2) and shared-memory (\u25c6) points "
+             "share one FLOP/s and differ in intensity (Nsight Compute's hierarchical roofline definitions; shared memory "
+             "\u2020 = 128 B \u00d7 wavefronts, a flashprof level). Each launch sits on its own FLOP kind's chart. Solid grey: the "
+             "report's own peaks \u00d7 its clock; dotted blue: measured roofs (<code>make ceilings</code>). Hollow markers and a "
+             "dashed line: the FLOP rate is estimated. Hover a point for every value and where it came from; click a legend "
+             "entry to hide it, double-click to show it alone; drag to zoom.</p>"]
+    for c in rf["charts"]:
+        parts.append(f"<div class=chart id='{E(c['id'])}' data-kind='{E(c['kind'])}' data-gpu='{E(c['gpu'])}' "
+                     f"data-launches='{len(c['launches'])}'></div>")
+    if not rf["charts"]:
+        parts.append("<p class=warn>No launch has both a FLOP rate and a byte rate: nothing to place on a roofline.</p>")
+    if rf["off_chart"]:
+        items = "".join(f"<li><b>{E(o['label'])}</b>: {E(str(o['why']))}</li>" for o in rf["off_chart"][:40])
+        more = f"<li>\u2026 and {len(rf['off_chart']) - 40} more</li>" if len(rf["off_chart"]) > 40 else ""
+        parts.append(f"<details><summary>{len(rf['off_chart'])} launch(es) not on any roofline</summary><ul>{items}{more}</ul></details>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def overview_html(data: dict) -> str:
+    ov = data["overview"]
+    note = "" if ov["shown"] == ov["of"] else f" ({ov['shown']} longest of {ov['of']} launches)"
+    parts = [f"<section id=stalls><h2>Stall reasons and pipe utilisation, every launch{E(note)}</h2>",
+             "<p class=note>Stall ratios are per <i>issued instruction</i>: summed over reasons (with \u2018selected\u2019, the warp "
+             "that issues) they are the average warp latency per instruction. A kernel that issues fewer instructions "
+             "raises every ratio without stalling more: compare total work in the compare view (inst_executed).</p>"]
+    parts.append("<div class=chart id=stall-overview></div>" if ov["stalls"] else
+                 "<p class=warn>No stall reasons in these reports (ncu --section WarpStateStats).</p>")
+    parts.append("<div class=chart id=pipe-overview></div>" if ov["pipes"] else
+                 "<p class=warn>No pipe utilisation in these reports (ncu --section ComputeWorkloadAnalysis).</p>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def launch_html(data: dict) -> str:
+    opts = []
+    for x in data["launches"]:
+        src = " \u00b7 source" if x["sid"] in data["sources"] else ""
+        opts.append(f"<option value='{E(x['sid'])}'>{(STAR + ' ') if x['dominant'] else ''}{E(x['label'])} \u2014 "
+                    f"{E(str(x['kernel'])[:60])}{src}</option>")
+    first = next((x["sid"] for x in data["launches"] if x["sid"] in data["sources"] and x["dominant"]),
+                 next((x["sid"] for x in data["launches"] if x["sid"] in data["sources"]),
+                      data["launches"][0]["sid"] if data["launches"] else ""))
+    return (f"<section id=launch><h2>One launch: stalls, pipes and the hottest source lines</h2>"
+            f"<div class=controls>launch <select id=launch-select data-first='{E(first)}'>{''.join(opts)}</select></div>"
+            f"<p id=launch-facts class=facts></p>"
+            f"<div class=row><div class='chart half' id=launch-stalls></div><div class='chart half' id=launch-pipes></div></div>"
+            f"<h3>Source view: SASS lines with their stall samples by reason, grouped under their file:line</h3>"
+            f"<p class=note>PC sampling (<code>smsp__pcsamp_warps_issue_stalled_*</code>; \u2018selected\u2019 and the "
+            f"_not_issued subsets left out). Groups and lines hottest first; the bar splits each line's samples by reason "
+            f"(hover it). Lines without file:line need <code>-lineinfo</code> at build time and "
+            f"<code>--import-source yes</code> when profiling.</p>"
+            f"<div class=controls>search <input id=src-search size=34 placeholder='SASS text or file:line, e.g. HMMA or .py:42'> "
+            f"<span id=src-count class=dim></span></div>"
+            f"<p id=src-hottest class=hottest></p><div id=src-legend class=legend></div>"
+            f"<div id=src-view class=scroll></div></section>")
+
+
+CSS = """
+body{font-family:'DejaVu Sans',Arial,sans-serif;margin:0;padding:0 24px 40px;color:#222;background:#fafafa;font-size:14px}
+header{padding:14px 0 4px;border-bottom:1px solid #ddd}h1{font-size:22px;margin:6px 0}.folder{color:#2a5db0}
+h2{font-size:18px;margin:26px 0 6px;border-bottom:1px solid #e4e4e4;padding-bottom:4px}h3{font-size:15px;margin:18px 0 4px}
+.sub{color:#444;margin:2px 0 8px}nav a{margin-right:14px;color:#2a5db0;text-decoration:none}
+section{background:#fff;padding:6px 14px 12px;margin-top:14px;border:1px solid #e6e6e6;border-radius:4px}
+table{border-collapse:collapse;font-size:12.5px}th,td{padding:3px 7px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
+th{background:#f0f3f7;position:sticky;top:0;font-weight:600;white-space:nowrap}
+table.sortable th{cursor:pointer}table.sortable th:hover{background:#dfe7f1}
+th.asc::after{content:' \\25B2';font-size:9px}th.desc::after{content:' \\25BC';font-size:9px}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}tr.dom td{background:#fff8e1}
+tr.pick td{outline:1px solid #2a5db0}td.star{color:#e69500;text-align:center}td.kern{font-family:monospace;font-size:11.5px}
+#summary-table tbody tr{cursor:pointer}#summary-table tbody tr:hover td{background:#eef4fb}
+.scroll{overflow-x:auto;max-width:100%}.scroll.tall{max-height:640px;overflow-y:auto}
+#summary-table td{white-space:nowrap}.dim{color:#777;font-size:11.5px}.warn{color:#b35c00}.ok{color:#2b8a3e}
+code{background:#f3f3f3;padding:0 3px;border-radius:2px;font-size:12px}code.hint{display:inline-block;margin-top:2px;white-space:normal}
+td.lacks{max-width:420px}.note{color:#555;font-size:12.5px;max-width:1200px}.controls{margin:8px 0}
+.controls select,.controls input{font-size:13px;padding:2px 4px;margin-right:8px}
+.prov{font-size:9.5px;border-radius:3px;padding:0 3px;vertical-align:super;cursor:help}.prov.der{background:#e3ecfa;color:#2a5db0}
+.prov.est{background:#ffe3cc;color:#a04000}.swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px}
+.chart{width:100%;min-height:240px}.row{display:flex;gap:12px;flex-wrap:wrap}.chart.half{flex:1 1 560px;width:auto}
+.facts{font-size:13px;margin:6px 0}.hottest{background:#fff3e0;padding:6px 8px;border-left:4px solid #e6550d;font-size:13px}
+.bar{display:inline-flex;width:220px;height:11px;background:#f1f1f1;vertical-align:middle}.bar span{height:100%}
+tr.more td{font-size:12px;border-bottom:none}tr.grp td{background:#f4f6fa;font-weight:600;border-top:2px solid #dde3ec}tr.grp td.loc{font-family:monospace;font-size:12px}
+td.sass{font-family:monospace;font-size:12px;white-space:pre}td.off{font-family:monospace;color:#666;font-size:11.5px}
+.legend span.k{display:inline-block;margin:2px 10px 2px 0;font-size:11.5px}.legend i{display:inline-block;width:10px;height:10px;margin-right:3px;vertical-align:middle}
+.pairs{display:flex;flex-wrap:wrap;gap:18px}.pair{flex:0 1 560px;max-height:720px;overflow-y:auto}.pair h3{font-size:13.5px}
+.reg{color:#c62828;font-weight:600}.better{color:#2b8a3e}.worse{color:#c62828}details{margin:8px 0}
+"""
+
+JS = r"""
+(function(){
+const D = JSON.parse(document.getElementById('flashprof-data').textContent);
+const cfg = {displaylogo:false, responsive:true, modeBarButtonsToRemove:['select2d','lasso2d']};
+const $ = id => document.getElementById(id);
+const esc = s => String(s).replace(/[&<>"']/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
+const fmt = (v, d) => (v === null || v === undefined || !isFinite(v)) ? '\u2013' : (Math.abs(v) >= 1e4 ? Math.round(v).toLocaleString('en') : Number(v).toPrecision(d || 3).replace(/\.?0+e/, 'e').replace(/(\.\d*?)0+$/, '$1').replace(/\.$/, ''));
+// ---- charts drawn from their plotly JSON
+for (const c of D.roofline.charts) Plotly.newPlot(c.id, c.figure.data, c.figure.layout, cfg);
+if (D.overview.stalls) Plotly.newPlot('stall-overview', D.overview.stalls.data, D.overview.stalls.layout, cfg);
+if (D.overview.pipes) Plotly.newPlot('pipe-overview', D.overview.pipes.data, D.overview.pipes.layout, cfg);
+// ---- sortable tables
+document.querySelectorAll('table.sortable').forEach(t => {
+  t.querySelectorAll('th').forEach((th, i) => th.addEventListener('click', () => {
+    const asc = !th.classList.contains('asc');
+    t.querySelectorAll('th').forEach(h => h.classList.remove('asc', 'desc'));
+    th.classList.add(asc ? 'asc' : 'desc');
+    const rows = Array.from(t.tBodies[0].rows);
+    const key = r => r.cells[i].dataset.v;
+    rows.sort((a, b) => {
+      const x = key(a), y = key(b), nx = parseFloat(x), ny = parseFloat(y);
+      if (x === '' && y !== '') return 1; if (y === '' && x !== '') return -1;
+      const c = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : String(x).localeCompare(String(y));
+      return asc ? c : -c;
+    });
+    rows.forEach(r => t.tBodies[0].appendChild(r));
+  }));
+});
+// ---- compare view
+function drawCompare() {
+  if (!$('cmp-a')) return;
+  const a = $('cmp-a').value, b = $('cmp-b').value, out = $('cmp-out');
+  if (a === b) { out.innerHTML = '<p class=warn>Choose two different reports.</p>'; return; }
+  const c = D.compare[a + '|' + b], q = $('cmp-filter').value.toLowerCase(), changed = $('cmp-changed').checked;
+  let h = '';
+  if (c.of > c.pairs.length) h += `<p class=dim>first ${c.pairs.length} of ${c.of} launch pairs shown (flashprof compare for all)</p>`;
+  for (const p of c.pairs) {
+    h += `<div class=pair><h3>${esc(a)} #${p.launch_a} \u2192 ${esc(b)} #${p.launch_b}</h3>`;
+    h += p.regressions.length ? '<p class=reg>regressions: ' + p.regressions.map(esc).join('; ') + '</p>' : '<p class=ok>no regressions</p>';
+    h += '<table class=cmp><thead><tr><th>field</th><th>A</th><th>B</th><th>B \u2212 A</th><th>\u0394 %</th></tr></thead><tbody>';
+    for (const [f, va, vb, d, pct] of p.rows) {
+      if (q && !f.toLowerCase().includes(q)) continue;
+      if (changed && !(d !== null && (pct === null ? d !== 0 : Math.abs(pct) >= 1))) continue;
+      const lower = /duration|stalls\.|conflicts|nway/.test(f), cls = pct === null ? '' : ((pct < 0) === lower ? 'better' : 'worse');
+      h += `<tr><td>${esc(f)}</td><td class=num>${fmt(va, 4)}</td><td class=num>${fmt(vb, 4)}</td><td class=num>${fmt(d, 3)}</td><td class='num ${cls}'>${pct === null ? '\u2013' : (pct > 0 ? '+' : '') + fmt(pct, 3)}</td></tr>`;
+    }
+    h += '</tbody></table></div>';
+  }
+  out.innerHTML = '<div class=pairs>' + h + '</div>';
+}
+if ($('cmp-a')) {
+  ['cmp-a', 'cmp-b', 'cmp-changed'].forEach(id => $(id).addEventListener('change', drawCompare));
+  $('cmp-filter').addEventListener('input', drawCompare);
+  $('cmp-swap').addEventListener('click', () => { const t = $('cmp-a').value; $('cmp-a').value = $('cmp-b').value; $('cmp-b').value = t; drawCompare(); });
+  drawCompare();
+}
+// ---- one launch: stalls, pipes, source
+const info = {}; D.launches.forEach(x => info[x.sid] = x);
+const recs = {}; D.summary.forEach(r => recs[r.report + '#' + r.launch] = r);
+const colors = D.reason_colors;
+const small = {template:'plotly_white', margin:{l:150, r:20, t:40, b:45}, font:{size:11}, height:420};
+function drawLaunch(sid) {
+  const x = info[sid], r = recs[sid];
+  document.querySelectorAll('#summary-table tbody tr').forEach(tr => tr.classList.toggle('pick', tr.dataset.sid === sid));
+  $('launch-facts').innerHTML = `<b>${esc(x.label)}</b> \u00b7 <code>${esc(x.kernel)}</code><br>${esc(r.gpu || 'GPU unknown')} \u00b7 ${esc(x.shape || 'shape not recorded')} \u00b7 ${esc(r.dtype || 'dtype not recorded')} \u00b7 duration ${fmt(r.duration_ns / 1e3, 4)} \u00b5s` +
+    (x.time_share !== null ? ` (${fmt(100 * x.time_share, 3)} % of its report)` : '') + ` \u00b7 ${esc(r.flops_kind || 'no FLOP kind')} ${fmt(r.tflops, 4)} TFLOP/s` + (x.dominant ? ' \u00b7 \u2605 dominant launch' : '');
+  const st = D.stalls[sid];
+  if (st && st.reasons.length) {
+    const n = st.reasons.length;
+    Plotly.react('launch-stalls', [{type:'bar', orientation:'h', y:st.reasons.slice().reverse(), x:st.per_issue.slice().reverse(),
+      marker:{color:st.reasons.slice().reverse().map(k => colors[k] || '#ccc')}, hovertemplate:'%{y}: %{x:.3g} warps per issued instruction<extra></extra>'}],
+      Object.assign({}, small, {title:{text:'stall reasons (warps per issued instruction)', font:{size:13}}, height:Math.max(260, 60 + 18 * n)}), cfg);
+  } else { Plotly.purge('launch-stalls'); $('launch-stalls').innerHTML = '<p class=warn>no stall reasons in this report (ncu --section WarpStateStats)</p>'; }
+  const pp = D.pipes[sid];
+  if (pp && pp.pct.some(v => v !== null)) {
+    const y = pp.names.map((n, i) => n + (pp.provenance[i] && pp.provenance[i] !== 'exact' ? ' (' + pp.provenance[i] + ')' : ''));
+    const mix = pp.mix.length ? 'top opcodes: ' + pp.mix.slice(0, 6).map(([o, s]) => `${o} ${fmt(100 * s, 2)}%`).join(', ') : '';
+    Plotly.react('launch-pipes', [{type:'bar', orientation:'h', y:y.slice().reverse(), x:pp.pct.slice().reverse(), marker:{color:'#4a7fc1'},
+      hovertemplate:'%{y}: %{x:.3g} % of peak<extra></extra>'}],
+      Object.assign({}, small, {title:{text:'pipe utilisation (% of peak)', font:{size:13}}, xaxis:{range:[0, 100]}, height:300,
+      annotations: mix ? [{text:esc(mix), xref:'paper', yref:'paper', x:0, y:-0.22, showarrow:false, font:{size:10}, xanchor:'left'}] : []}), cfg);
+  } else { Plotly.purge('launch-pipes'); $('launch-pipes').innerHTML = '<p class=warn>no pipe utilisation in this report (ncu --section ComputeWorkloadAnalysis)</p>'; }
+  drawSource(sid);
+}
+function bar(by, reasons, total) {
+  let h = '', tip = [];
+  for (let i = 0; i < by.length; i += 2) {
+    const k = reasons[by[i]], n = by[i + 1];
+    h += `<span style="width:${100 * n / total}%;background:${colors[k] || '#ccc'}"></span>`; tip.push(`${k}: ${n}`);
+  }
+  return `<span class=bar title="${esc(tip.join('\n'))}">${h}</span>`;
+}
+function topReason(by, reasons) {
+  let best = -1, k = '';
+  for (let i = 0; i < by.length; i += 2) if (by[i + 1] > best) { best = by[i + 1]; k = reasons[by[i]]; }
+  return k;
+}
+const GROUP_LINES = 8, expanded = new Set();
+function drawSource(sid) {
+  const v = D.sources[sid], out = $('src-view'), q = $('src-search').value.toLowerCase();
+  if (!v) { out.innerHTML = `<p class=warn>${esc(D.source_notes[sid] || 'no source view for this launch')}</p>`; $('src-hottest').innerHTML = ''; $('src-legend').innerHTML = ''; $('src-count').textContent = ''; return; }
+  let hot = null;
+  v.groups.forEach(g => g.lines.forEach(l => { if (!hot || l[2] > hot.l[2]) hot = {g, l}; }));
+  $('src-hottest').innerHTML = `hottest line: <code id=hottest-sass>${esc(hot.l[1])}</code> at +0x${hot.l[0].toString(16).padStart(5, '0')}` +
+    (hot.g.line !== null ? ` \u00b7 <code>${esc(hot.g.loc)}</code>` : '') + ` \u00b7 ${hot.l[2]} of ${v.total} stall samples (${fmt(100 * hot.l[2] / v.total, 3)} %), mostly ${esc(topReason(hot.l[3], v.reasons))}`;
+  const used = new Set(); v.groups.forEach(g => g.lines.forEach(l => { for (let i = 0; i < l[3].length; i += 2) used.add(l[3][i]); }));
+  $('src-legend').innerHTML = v.reasons.filter((k, i) => used.has(i)).map(k => `<span class=k><i style="background:${colors[k] || '#ccc'}"></i>${esc(k)}</span>`).join('');
+  let h = '<table class=src><thead><tr><th>PC offset</th><th>SASS</th><th>stall samples</th><th>share</th><th>by reason</th><th>top reason</th></tr></thead><tbody>', shown = 0;
+  for (const g of v.groups) {
+    const lines = g.lines.filter(l => !q || l[1].toLowerCase().includes(q) || g.loc.toLowerCase().includes(q));
+    if (!lines.length) continue;
+    const short = g.file ? g.file.split('/').slice(-2).join('/') + ':' + g.line : g.loc;
+    h += `<tr class=grp><td colspan=2 class=loc title="${esc(g.loc)}">${esc(short)}</td><td class=num>${g.samples}</td><td class=num>${fmt(100 * g.samples / v.total, 3)} %</td><td colspan=2 class=dim>${g.lines.length} SASS line(s)</td></tr>`;
+    const open = q || expanded.has(g.loc), cut = open ? lines.length : Math.min(lines.length, GROUP_LINES);
+    for (const l of lines.slice(0, cut)) {
+      shown++;
+      h += `<tr><td class=off>+0x${l[0].toString(16).padStart(5, '0')}</td><td class=sass>${esc(l[1])}</td><td class=num>${l[2]}</td><td class=num>${fmt(100 * l[2] / v.total, 3)} %</td><td>${bar(l[3], v.reasons, l[2])}</td><td>${esc(topReason(l[3], v.reasons))}</td></tr>`;
+    }
+    if (cut < lines.length) h += `<tr class=more><td></td><td colspan=5><a href="#" data-loc="${esc(g.loc)}">\u2026 ${lines.length - cut} more line(s) under this file:line (show)</a></td></tr>`;
+  }
+  out.innerHTML = h + '</tbody></table>';
+  out.querySelectorAll('tr.more a').forEach(a => a.addEventListener('click', e => { e.preventDefault(); expanded.add(a.dataset.loc); drawSource(sid); }));
+  $('src-count').textContent = `${shown} of ${v.kept} line(s) shown (${GROUP_LINES} per file:line until you search or click \u2026)` + (v.lines_with_samples > v.kept ? ` (the hottest ${v.kept} of ${v.lines_with_samples} lines with samples are in the page)` : '');
+}
+const sel = $('launch-select');
+if (sel && sel.options.length) {
+  sel.value = sel.dataset.first || sel.options[0].value;
+  sel.addEventListener('change', () => drawLaunch(sel.value));
+  $('src-search').addEventListener('input', () => drawSource(sel.value));
+  document.querySelectorAll('#summary-table tbody tr').forEach(tr => tr.addEventListener('click', () => {
+    sel.value = tr.dataset.sid; drawLaunch(tr.dataset.sid); $('launch').scrollIntoView({behavior:'smooth'}); }));
+  drawLaunch(sel.value);
+}
+document.body.dataset.ready = '1';
+})();
+"""
+
+
+def page(data: dict) -> str:
+    """The whole page: one string, plotly inlined once."""
+    from plotly.offline import get_plotlyjs
+    title = f"flashprof report: {data['meta']['folder_name']}"
+    body = (header_html(data) + summary_html(data) + compare_html(data) + roofline_html(data)
+            + overview_html(data) + launch_html(data))
+    return ("<!DOCTYPE html><html lang=en><head><meta charset='utf-8'>"
+            f"<meta name=viewport content='width=device-width, initial-scale=1'><title>{E(title)}</title>"
+            f"<style>{CSS}</style><script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
+            f"{body}<script id='flashprof-data' type='application/json'>{_blob(data)}</script>"
+            f"<script>{JS}</script></body></html>\n")
+
+
+__all__ = ["page", "KIND_NAMES"]

@@ -1,0 +1,221 @@
+"""`flashprof report`: the self-contained HTML page and the data it embeds.
+
+Expected values come from elsewhere than the page code: the summary JSON that `flashprof
+summary --format json` prints (run here as its own process), raw metrics of the long frame
+(gpu__time_duration.sum, the per-issue stall ratios) and the raw per-PC sample counts of
+``load_source_frame``. The browser test is tests/test_html_report_browser.py.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+if os.environ.get("CI", "").lower() != "true":  # under CI a missing dependency fails at import
+    pytest.importorskip("plotly")
+
+ROOT = Path(__file__).resolve().parents[1]
+H200 = ROOT / "reports" / "h200"
+PUBLIC = ROOT.parent / "shared" / "public-reports"
+if not PUBLIC.is_dir():
+    PUBLIC = Path("/work/shared/public-reports")
+USER_TARGET = "triton_attention-attention"
+BLOB = re.compile(r"<script id='flashprof-data' type='application/json'>(.*?)</script>", re.S)
+
+
+def run(*args, **kw) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-m", "flashprof", *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT, env=env, **kw)
+
+
+def blob(page: Path) -> dict:
+    m = BLOB.search(page.read_text())
+    assert m, "the page carries no data blob"
+    return json.loads(m.group(1).replace("<\\/", "</"))
+
+
+def summary_json(folder: Path) -> list[dict]:
+    r = run("summary", folder, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+@pytest.fixture(scope="module")
+def h200_page(tmp_path_factory) -> Path:
+    if not any(H200.glob("*.ncu-rep")):
+        pytest.skip("no shipped reports in reports/h200")
+    out = tmp_path_factory.mktemp("page") / "h200.html"
+    r = run("report", H200, "--out", out)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("report: ") and str(out) in r.stdout
+    return out
+
+
+def close(a, b, rel=1e-3) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return math.isclose(float(a), float(b), rel_tol=rel, abs_tol=1e-12)
+
+
+def test_embedded_summary_is_flashprof_summary_json(h200_page):
+    data = blob(h200_page)
+    assert data["summary"] == summary_json(H200)
+
+
+def test_durations_dominant_and_stalls_match_raw_metrics(h200_page):
+    from flashprof.analysis.report.parse import load_frame
+    frame = load_frame(sorted(H200.glob("*.ncu-rep")))
+    data = blob(h200_page)
+    launches = {x["sid"]: x for x in data["launches"]}
+    dur = frame[frame["metric"] == "gpu__time_duration.sum"]
+    assert len(launches) == len(dur)
+    longest = {}
+    for rec in dur.to_dict("records"):
+        sid = f"{rec['report']}#{rec['launch']}"
+        assert close(launches[sid]["duration_ns"], rec["value"], 1e-5)
+        if rec["report"] not in longest or rec["value"] > longest[rec["report"]][1]:
+            longest[rec["report"]] = (sid, rec["value"])
+    assert {s for s, x in launches.items() if x["dominant"]} == {s for s, _ in longest.values()}
+    ratio = frame[frame["metric"].str.match(r"smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio$")]
+    checked = 0
+    for rec in ratio.to_dict("records"):
+        reason = rec["metric"][len("smsp__average_warps_issue_stalled_"):-len("_per_issue_active.ratio")]
+        bars = data["stalls"][f"{rec['report']}#{rec['launch']}"]
+        if reason in bars["reasons"]:
+            assert close(bars["per_issue"][bars["reasons"].index(reason)], rec["value"], 1e-3)
+            checked += 1
+    assert checked > 100
+
+
+def test_roofline_one_trace_per_launch_with_provenance_in_hover(h200_page):
+    data = blob(h200_page)
+    recs = {f"{r['report']}#{r['launch']}": r for r in data["summary"]}
+    on_chart = {s for s, r in recs.items() if r["flops_kind"] and r["tflops"]}
+    seen = []
+    for chart in data["roofline"]["charts"]:
+        traces = [t for t in chart["figure"]["data"] if (t.get("meta") or {}).get("role") == "launch"]
+        assert [t["meta"]["sid"] for t in traces] == chart["launches"]
+        for t in traces:
+            r = recs[t["meta"]["sid"]]
+            assert r["flops_kind"] == chart["kind"]
+            assert all(close(y, r["tflops"], 1e-3) for y in t["y"])  # TFLOP/s on the y axis
+            ais = sorted(v for v in (r["ai_l1"], r["ai_l2"], r["ai_dram"], r["ai_smem"]) if v)
+            assert all(close(x, a, 1e-3) for x, a in zip(t["x"], ais))
+            for text in t["text"]:
+                assert r["provenance"]["tflops"] in text and "GHz" in text and "FLOP/B" in text
+        seen += chart["launches"]
+    assert sorted(seen) == sorted(on_chart)
+    tensor = [c for c in data["roofline"]["charts"] if c["kind"] == "tensor"]
+    assert tensor and {m["roof"] for m in tensor[0]["roofs"]["measured"]} >= {"wgmma fp16", "DRAM"}
+
+
+def _hottest(path: Path, launch: int) -> tuple[str, int]:
+    from flashprof.analysis.report.parse import load_source_frame
+    src = load_source_frame(path, launch)
+    cols = [c for c in src.columns if c.startswith("stall_") and not c.endswith("_not_issued") and c != "stall_selected"]
+    total = src[cols].sum(axis=1)
+    i = int(total.idxmax())
+    return str(src.loc[i, "sass"]), int(total[i])
+
+
+def test_source_view_hottest_first_and_grouped_by_line(h200_page):
+    data = blob(h200_page)
+    for sid in ("kernel7#0", f"{USER_TARGET}#0"):
+        view = data["sources"][sid]
+        sass, n = _hottest(H200 / f"{sid.split('#')[0]}.ncu-rep", 0)
+        lines = [ln for g in view["groups"] for ln in g["lines"]]
+        top = max(lines, key=lambda ln: ln[2])
+        assert (top[1], top[2]) == (sass, n)
+        sums = [g["samples"] for g in view["groups"]]
+        assert sums == sorted(sums, reverse=True)
+        for g in view["groups"]:
+            assert g["samples"] == sum(ln[2] for ln in g["lines"])
+            assert [ln[2] for ln in g["lines"]] == sorted((ln[2] for ln in g["lines"]), reverse=True)
+    # the user's Triton target has line info: its hottest groups sit under the .py file
+    assert data["sources"][f"{USER_TARGET}#0"]["groups"][0]["loc"].split(":")[0].endswith(".py")
+
+
+def test_header_and_self_contained(h200_page):
+    text = h200_page.read_text()
+    assert "<script src" not in text and "<link" not in text and "<img" not in text
+    assert text.count("<script type='text/javascript'>") == 1  # plotly inlined once
+    assert h200_page.stat().st_size < 8e6
+    data = blob(h200_page)
+    side = json.loads((H200 / "kernel7.json").read_text())
+    hdr = {h["report"]: h for h in data["reports"]}["kernel7"]
+    assert (hdr["driver"], hdr["ncu_version"]) == (side["gpu"]["driver"], side["ncu"]["version"])
+    assert hdr["shape"] == ["B{batch} H{heads} S{seq} d{d_head}".format(**side["shape"])]
+
+
+def test_compare_is_summary_compare(h200_page):
+    data = blob(h200_page)
+    r = run("compare", H200 / "kernel6.ncu-rep", H200 / "kernel7.ncu-rep", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    want = json.loads(r.stdout)
+    got = data["compare"]["kernel6|kernel7"]["pairs"]
+    assert [p["regressions"] for p in got] == [p["regressions"] for p in want]
+    rows = {row[0]: row for row in got[0]["rows"]}
+    for w in want[0]["rows"]:
+        assert close(rows[w["field"]][1], w["a"], 1e-3) and close(rows[w["field"]][2], w["b"], 1e-3)
+
+
+def test_missing_quantities_and_hints_for_foreign_reports(tmp_path):
+    one = PUBLIC / "AveryClapp__ESMM-Research__profile_output.ncu-rep"
+    if not one.is_file():
+        pytest.skip(f"{one} absent")
+    folder = tmp_path / "foreign"
+    folder.mkdir()
+    (folder / one.name).symlink_to(one)
+    out = tmp_path / "page.html"
+    r = run("report", folder, "--out", out)
+    assert r.returncode == 0, r.stderr
+    data = blob(out)
+    assert data["summary"] == summary_json(folder)
+    hdr = data["reports"][0]
+    recs = data["summary"]
+    lost = sorted({q for rec in recs for q in rec["missing"]})
+    from flashprof.analysis.metrics import recipes
+    assert sorted(hdr["missing"]) == sorted(recipes.LABELS[q] for q in lost)
+    for q in lost:
+        assert recipes.COLLECT[q] in hdr["collect_hint"]
+    assert hdr["driver"] is None and not hdr["sidecar"]  # no sidecar: said, not invented
+    assert data["roofline"]["charts"] and all(c["kind"] == "fp32" for c in data["roofline"]["charts"])
+
+
+@pytest.mark.slow
+def test_public_reports_page(tmp_path):
+    if not PUBLIC.is_dir():
+        pytest.skip(f"{PUBLIC} absent")
+    out = tmp_path / "public.html"
+    r = run("report", PUBLIC, "--out", out, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert out.stat().st_size < 8e6
+    data = blob(out)
+    assert data["summary"] == summary_json(PUBLIC)
+    assert len(data["launches"]) == len(data["summary"])
+    assert len({c["gpu"] for c in data["roofline"]["charts"]}) >= 3
+
+
+def test_bad_input_one_line(tmp_path):
+    r = run("report", tmp_path / "nope")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("report: error:")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = run("report", empty)
+    assert r.returncode == 2 and "holds no" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_default_output_beside_the_figures():
+    from flashprof.analysis.page.command import out_path
+    from flashprof.kernels.cli import FlashprofError
+    assert out_path(H200, None) == ROOT / "figures" / "report.html"
+    assert out_path(PUBLIC, None) == ROOT / "figures" / PUBLIC.name / "report.html"
+    with pytest.raises(FlashprofError):
+        out_path(PUBLIC, ROOT / "figures" / "report.html")  # figures/ holds the shipped reports' files only
