@@ -142,6 +142,26 @@ def compare(listing: Path, sass: Path) -> dict:
     }
 
 
+def compare_sass(a_path: Path, b_path: Path) -> dict:
+    """Two cuobjdump files (e.g. two builds of FA2): the same fields as compare()."""
+    a, ta, ra = read_sass(a_path)
+    b, tb, rb = read_sass(b_path)
+    la, lb = main_loop(a, ta), main_loop(b, tb)
+    la_body, lb_body = a[la[0]:la[1] + 1], b[lb[0]:lb[1] + 1]
+    return {
+        "listing": a_path.name, "sass": b_path.name, "regs_series": ra, "regs_ours": rb,
+        "insts_series": sum(op != "NOP" for _, op, _ in a),
+        "insts_ours": sum(op != "NOP" for _, op, _ in b),
+        "loop_series": len(la_body), "loop_ours": len(lb_body),
+        "hist_series": dict(Counter(opclass(op) for _, op, _ in la_body)),
+        "hist_ours": dict(Counter(opclass(op) for _, op, _ in lb_body)),
+        "loop_opcode_seq_ratio": round(difflib.SequenceMatcher(
+            None, [op for _, op, _ in la_body], [op for _, op, _ in lb_body], autojunk=False).ratio(), 4),
+        "loop_text_identical": [_norm(x) for x in la_body] == [_norm(x) for x in lb_body],
+        "function_text_identical": [_norm(x) for x in a] == [_norm(x) for x in b],
+    }
+
+
 def md_table(rows: list[dict]) -> str:
     cols = ("HMMA", "LDSM", "IMAD.MOV", "MOV", "LOP3", "IMAD.SHL", "SHF", "IADD3", "FFMA", "MUFU")
     out = ["| build | regs series/ours | function instr series/ours | loop series/ours | "
@@ -159,14 +179,18 @@ def md_table(rows: list[dict]) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("listing_dir", type=Path)
-    ap.add_argument("sass_dir", type=Path)
+    ap.add_argument("listing_dir", type=Path, help="or, with --pair, the first .sass file")
+    ap.add_argument("sass_dir", type=Path, help="or, with --pair, the second .sass file")
+    ap.add_argument("--pair", action="store_true",
+                    help="compare two cuobjdump .sass files (columns: first/second)")
     ap.add_argument("--arch", default="sm_80")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--md", type=Path)
     args = ap.parse_args(argv)
     rows = []
-    for sass in sorted(args.sass_dir.glob(f"*_{args.arch}.sass"),
+    if args.pair:
+        rows.append(compare_sass(args.listing_dir, args.sass_dir))
+    for sass in [] if args.pair else sorted(args.sass_dir.glob(f"*_{args.arch}.sass"),
                        key=lambda p: (int(p.name.split("_")[0]), p.name)):
         listing = args.listing_dir / (sass.name[: -len(f"_{args.arch}.sass")] + ".asm")
         if listing.is_file():
