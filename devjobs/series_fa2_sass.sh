@@ -76,12 +76,18 @@ build() {  # build FILE ARCH BLOCK_N MEASURED_ON
     echo "# built by devjobs/series_fa2_sass.sh (instantiation devjobs/series/fa2/instantiate_fa2.cu): $V_NVCC front end -> PTX (ISA $isa lowered to $PTX_ISA) -> ptxas $V_PTXAS; cuobjdump $V_OBJ; whitespace squeezed"
     echo "# nvcc flags: ${FLAGS[*]} -DFA2_BLOCK_N=$bn -arch=compute_$cc -ptx; ptxas flags: -arch=$arch ${PTXAS_FLAGS[*]}"
     echo "# ptxas resources (cuobjdump -res-usage): $res"
+    echo "# registers: $(sed -n 's/.*REG:\([0-9]*\).*/\1/p' <<< "$res")"
+    echo "# smem_bytes: $(( (128 + 2 * bn) * 128 * 2 ))"
+    echo "# warps: 4"
+    echo "# B_r: 128"
+    echo "# B_c: $bn"
+    echo "# measured_on: $measured"
     "$CUOBJDUMP" -sass "$base.cubin" | sed -e 's/[[:space:]]\+/ /g; s/^ //; s/ $//' | grep -v '^$'
   } > "$OUTDIR/$file.sass"
   grep -q HMMA "$OUTDIR/$file.sass" || { echo "$file: no HMMA" >&2; exit 1; }
   cp "$base.ptxas" "$OUTDIR/$file.ptxas"
   printf '%s\n' "$file.sass" "$arch" "$bn" "$measured" "$name" "$isa" "$res" \
-    "$(sha256sum "$OUTDIR/$file.sass" | cut -d' ' -f1)" "$(sha256sum "$base.cubin" | cut -d' ' -f1)" \
+    "$(sha256sum "$OUTDIR/$file.sass" | cut -d' ' -f1)" \
     | paste -sd$'\t' >> "$REC"
   echo "built $file: $res"
 }
@@ -96,7 +102,7 @@ import json, re, sys
 rec, dst, fa, cut, v_nvcc, v_ptxas, v_obj, isa, flags, pflags = sys.argv[1:]
 files = {}
 for line in open(rec):
-    f, arch, bn, measured, name, isa0, res, sha, sha_cubin = line.rstrip("\n").split("\t")
+    f, arch, bn, measured, name, isa0, res, sha = line.rstrip("\n").split("\t")
     r = dict(re.findall(r"(\w+(?:\[\d\])?):(\d+)", res))
     log = open(f"{dst.rsplit('/', 1)[0]}/{f[:-5]}.ptxas").read()
     spill = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", log)
@@ -109,13 +115,15 @@ for line in open(rec):
                 "spill_store_bytes": int(spill.group(2)), "spill_load_bytes": int(spill.group(3)),
                 # Kernel_traits::kSmemSize for these traits: Q tile + K and V tiles, fp16
                 "dynamic_smem_bytes": (128 + 2 * int(bn)) * 128 * 2,
-                "ptx_isa_emitted": isa0, "sha256": sha, "cubin_sha256": sha_cubin}
+                "ptx_isa_emitted": isa0, "sha256": sha}
 json.dump({"repository": "sonnyli/flash-attention", "commit": fa,
            "upstream": "Dao-AILab/flash-attention",
            "cutlass": {"repository": "NVIDIA/cutlass", "commit": cut},
            "toolchain": {"front_end": v_nvcc, "ptxas": v_ptxas, "cuobjdump": v_obj,
                          "ptx_isa_given_to_ptxas": isa},
-           "nvcc_flags": flags, "ptxas_flags": pflags, "files": files},
+           "nvcc_flags": flags, "ptxas_flags": pflags,
+           "sha256": "of the .sass file (the cubin's line table names a temporary folder)",
+           "files": files},
           open(dst, "w"), indent=1, sort_keys=True)
 PY
 echo "wrote $OUTDIR"

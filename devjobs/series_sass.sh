@@ -81,6 +81,8 @@ while IFS=$'\t' read -r listing kernel measured srcdir cfg; do
     # GA100 is sm_80: an sm_86 build of a configuration only the A100 ran is of no use
     [[ $arch == sm_86 && $measured == A100 && -z ${ALL_ARCHS:-} ]] && continue
     cc=${arch#sm_}; base=$WORK/${listing}_$arch
+    # the series ran sm_80 code on both GPUs: an sm_86 build was never measured
+    mon=$measured; [[ $arch == sm_80 ]] || mon=-
     "$NVCC" "${FLAGS[@]}" -arch=compute_$cc -ptx -I"$HERE/series/torch_stub" -I"$inc" \
       -include "$WORK/cfg.h" "$HERE/series/instantiate.cu" -o "$base.ptx" 2> "$base.nvcc.log" ||
       { cat "$base.nvcc.log" >&2; exit 1; }   # success: only the series' unused-variable warnings
@@ -96,12 +98,19 @@ while IFS=$'\t' read -r listing kernel measured srcdir cfg; do
       echo "# built by devjobs/series_sass.sh: $V_NVCC front end -> PTX (ISA $isa lowered to $PTX_ISA) -> ptxas $V_PTXAS; cuobjdump $V_OBJ"
       echo "# nvcc flags: ${FLAGS[*]} -arch=compute_$cc -ptx; ptxas flags: -arch=$arch ${PTXAS_FLAGS[*]}"
       echo "# ptxas resources (cuobjdump -res-usage): $res"
+      IFS=', ' read -r _ d_head b_r b_c warps _ <<< "$cfg"
+      echo "# registers: $(sed -n 's/.*REG:\([0-9]*\).*/\1/p' <<< "$res")"
+      echo "# smem_bytes: $(( (b_r + 2 * b_c) * d_head * 2 ))"
+      echo "# warps: $warps"
+      echo "# B_r: $b_r"
+      echo "# B_c: $b_c"
+      echo "# measured_on: $mon"
       "$CUOBJDUMP" -sass "$base.cubin" | sed -e 's/[[:space:]]\+/ /g; s/^ //; s/ $//' | grep -v '^$'
     } > "$out"
     grep -q HMMA "$out" || { echo "$out: no HMMA" >&2; exit 1; }
     cp "$base.ptxas" "$OUTDIR/${listing}_$arch.ptxas"
-    printf '%s\n' "$listing" "$kernel" "$measured" "$srcdir" "$cfg" "$arch" "$name" "$isa" "$res" \
-      "$(sha256sum "$out" | cut -d' ' -f1)" "$(sha256sum "$base.cubin" | cut -d' ' -f1)" \
+    printf '%s\n' "$listing" "$kernel" "$mon" "$measured" "$srcdir" "$cfg" "$arch" "$name" "$isa" "$res" \
+      "$(sha256sum "$out" | cut -d' ' -f1)" \
       | paste -sd$'\t' >> "$REC"
     echo "built $listing $arch: $res"
   done
@@ -113,7 +122,7 @@ import json, re, sys
 rec, dst, commit, v_nvcc, v_ptxas, v_obj, isa, flags, pflags = sys.argv[1:]
 files = {}
 for line in open(rec):
-    (listing, kernel, measured, srcdir, cfg, arch, name, isa0, res, sha, sha_cubin) = \
+    (listing, kernel, measured, cfg_measured, srcdir, cfg, arch, name, isa0, res, sha) = \
         line.rstrip("\n").split("\t")
     r = dict(re.findall(r"(\w+(?:\[\d\])?):(\d+)", res))
     log = open(f"{dst.rsplit('/', 1)[0]}/{listing}_{arch}.ptxas").read()
@@ -123,6 +132,7 @@ for line in open(rec):
     files[f"{listing}_{arch}.sass"] = {
         "kernel": int(kernel), "listing": f"kernel_sass/{listing}.asm",
         "measured_on": [] if measured == "-" else measured.split(","),
+        "config_measured_on": [] if cfg_measured == "-" else cfg_measured.split(","),
         "src_dir": srcdir, "config": cfg, "arch": arch, "function": name,
         "registers": int(r.get("REG", -1)), "stack_bytes": int(r.get("STACK", -1)),
         "local_bytes": int(r.get("LOCAL", -1)), "static_shared_bytes": int(r.get("SHARED", -1)),
@@ -132,12 +142,14 @@ for line in open(rec):
         # (B_r + 2 B_c) * d_head * 2 bytes, passed at launch
         "dynamic_smem_bytes": (b_r + 2 * b_c) * d_head * 2, "B_r": b_r, "B_c": b_c,
         "warps": int(cfg.split(", ")[4]),
-        "resources": res, "ptx_isa_emitted": isa0, "sha256": sha, "cubin_sha256": sha_cubin}
+        "resources": res, "ptx_isa_emitted": isa0, "sha256": sha}
 json.dump({
     "repository": "sonnyli/flash_attention_from_scratch", "commit": commit,
     "toolchain": {"front_end": v_nvcc, "ptxas": v_ptxas, "cuobjdump": v_obj,
                   "ptx_isa_given_to_ptxas": isa},
     "nvcc_flags": flags, "ptxas_flags": pflags,
+    "sha256": "of the .sass file; the cubin itself is not byte-stable across runs (its line "
+              "table names the temporary source folder), its disassembly is",
     "note": "the series built sm_80 only (setup.py: -gencode arch=compute_80,code=sm_80); "
             "its RTX 3090 runs executed that sm_80 cubin. The sm_86 files are what the same "
             "source gives for GA102, not a measured binary.",
