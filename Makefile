@@ -12,6 +12,8 @@ ARCH    ?= sm_90
 A       ?= 5
 B       ?= 6
 REPORTS ?= reports/h200
+# Which launch per-report charts and the summary are about: dominant (default for charts), N, or all.
+LAUNCH  ?=
 # Your own attention (profile, bench): path/to/file.py:fn or module:fn; empty = KERNEL.
 TARGET  ?=
 KERNEL_REGEX ?=
@@ -29,7 +31,7 @@ PY      = $(if $(wildcard $(VENV_PY)),$(VENV_PY),$(error no $(VENV) here: run 'm
 
 # User values reach the recipes through the environment, quoted: a KERNEL such as
 # "6; rm -rf /" is one argument that profiling/kernels reject, never shell code.
-export KERNEL SEQ DTYPE SET ARCH A B REPORTS HTML WHEELS WORKERS TARGET KERNEL_REGEX MAX_LAUNCHES SEQS
+export KERNEL SEQ DTYPE SET ARCH A B REPORTS LAUNCH HTML WHEELS WORKERS TARGET KERNEL_REGEX MAX_LAUNCHES SEQS
 
 .DEFAULT_GOAL := help
 .PHONY: help setup doctor test test-fast figures report build profile bench gpu-session tune ceilings sass sass-diff sass-data gap summary notebook clean
@@ -58,7 +60,7 @@ test-fast: setup ## the fast tests alone (no 'slow' marker; under a minute on 2 
 export FIGURES_OUT := $(if $(filter command line,$(origin OUT)),$(OUT))
 
 figures: setup ## draw the figures from REPORTS (others than reports/h200 go to figures/<folder>/ or OUT=)
-	$(VENV_PY) -m flashprof figures --reports "$$REPORTS" $${FIGURES_OUT:+--out "$$FIGURES_OUT"}
+	$(VENV_PY) -m flashprof figures --reports "$$REPORTS" $${FIGURES_OUT:+--out "$$FIGURES_OUT"} $${LAUNCH:+--launch "$$LAUNCH"}
 
 report: setup ## one self-contained HTML page of REPORTS (report.html beside its figures; HTML=file.html elsewhere)
 	$(VENV_PY) -m flashprof report "$$REPORTS" $${HTML:+--out "$$HTML"}
@@ -96,8 +98,8 @@ sass-data: setup ## regenerate the committed reports/sass/*.csv (kernels 1-7 x s
 gap: ## where each kernel loses to the reference
 	$(PY) -m flashprof gap
 
-summary: ## one-table summary of REPORTS
-	$(PY) -m flashprof summary "$$REPORTS"
+summary: ## one-table summary of REPORTS (LAUNCH=dominant|N|all)
+	$(PY) -m flashprof summary "$$REPORTS" $${LAUNCH:+--launch "$$LAUNCH"}
 
 notebook: setup ## open the stall-exploration notebook
 	$(VENV_PY) -m flashprof notebook

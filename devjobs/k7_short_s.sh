@@ -76,7 +76,19 @@ CANDIDATES = [
     ("bc64",      "grid control for bc64_pers (88.3 % at S=1024 in the sweep)", C(128, 64, 8, "000", True)),
     ("w4_pers",   "64x64, 4 warps, 2 CTAs/SM (248 regs) and persistent: FA2's 8 warps/SM as 2 CTAs", C(64, 64, 4, "020", False, True)),
     ("w4",        "grid control for w4_pers (89.7 % at S=1024 in the sweep, best 2-CTA/SM grid config)", C(64, 64, 4, "020")),
+    # FA2's own shape of work: 128 query rows on 4 warps (32 rows, two MMA row tiles, per warp:
+    # each K/V fragment read from shared memory feeds two MMAs), 2 CTAs/SM; Q streamed from
+    # shared memory (Q and K two k-steps at a time) keeps it at 255 registers (static build:
+    # 20 B spilled at B_c=32, 136 B at B_c=64; Q resident spills 180-650 B).
+    ("w4r32_bc32",      "128x32 on 4 warps (32 rows/warp), Q/K 2 k-steps at a time, 2 CTAs/SM", C(128, 32, 4, "220")),
+    ("w4r32_bc32_dbuf", "same, fragments double-buffered", C(128, 32, 4, "220", True)),
+    ("w4r32_bc64",      "128x64 on 4 warps: FA2's tile and warps, 2 CTAs/SM", C(128, 64, 4, "220")),
+    ("w4r32_bc64_v2",   "128x64 on 4 warps, V 2 k-steps at a time too", C(128, 64, 4, "222")),
 ]
+# K7_ONLY=name,name,... times only those (the lead's follow-up runs); K7_SEQS=512,1024 the S list.
+if os.environ.get("K7_ONLY"):
+    keep = os.environ["K7_ONLY"].split(",")
+    CANDIDATES = [c for c in CANDIDATES if c[0] in keep]
 names = [n for n, _, _ in CANDIDATES]
 cfgs = {n: c for n, _, c in CANDIDATES}
 why = {n: w for n, w, _ in CANDIDATES}
@@ -158,7 +170,10 @@ def write_rows():
 flush = l2_flush_buffer()
 ref = sdpa("ref")
 ROUNDS, PER_ROUND, WARMUP = 3, 10, 3
-for group in ((512, 1024, 2048), (4096, 8192, 16384)):
+GROUPS = ((512, 1024, 2048), (4096, 8192, 16384))
+if os.environ.get("K7_SEQS"):
+    GROUPS = (tuple(int(x) for x in os.environ["K7_SEQS"].split(",")),)
+for group in GROUPS:
     for dt in ("fp16", "bf16"):
         for seq in group:
             if left() < 60 and seq >= 4096:
@@ -242,7 +257,10 @@ nvcc = next((p for p in ("/usr/local/cuda/bin/nvcc",) if os.path.exists(p)), "nv
 with open(san, "w") as log:
     if exe is None:
         log.write("compute-sanitizer not found\n")
-    for n in [n for n in names if cfgs[n].persistent and n in ok["fp16"]] if exe else []:
+    san_names = [n for n in names if cfgs[n].persistent and n in ok["fp16"]]
+    if "K7_SANITIZE" in os.environ:  # the lead's follow-up runs: those names only ("" for none)
+        san_names = [n for n in os.environ["K7_SANITIZE"].split(",") if n in ok["fp16"]]
+    for n in san_names if exe else []:
         if left() < 45:
             log.write(f"{n}: skipped ({left():.0f}s left)\n")
             continue

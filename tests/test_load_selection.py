@@ -19,6 +19,7 @@ TUNED = Path(__file__).resolve().parent.parent / "kernels" / "tuned.json"
 def built(monkeypatch):
     seen: list[KernelConfig] = []
     monkeypatch.setattr(build, "build", lambda cfg: seen.append(cfg) or object())
+    monkeypatch.setattr(build, "build_many", lambda cfgs, *a, **k: None)  # load(7) with buckets
     return seen
 
 
@@ -30,8 +31,11 @@ def test_kernel7_on_h200_is_the_tuned_entry(monkeypatch, built):
     _on_gpu(monkeypatch, "h200")
     raw = json.loads(TUNED.read_text())["h200"]
     k = api.load(7)
-    assert k.config.to_dict() == raw["config"]
-    assert k.config.slug == raw["slug"] == built[-1].slug
+    assert k.config.to_dict() == raw["config"]  # the default: shapes without a bucket
+    assert k.config.slug == raw["slug"]
+    # every config the table can dispatch to is built, the default and each bucket's
+    assert {c.slug for c in built} == {raw["slug"], *(KernelConfig.from_dict(b["config"]).slug
+                                                      for b in raw.get("buckets", ()))}
     assert k.config != VARIANTS[7]  # the bug: load(7) used to be the RTX 3090 config here
     assert "tuned for h200" in str(k) and raw["slug"] in str(k)
 
