@@ -1,4 +1,4 @@
-"""CLI: python -m flashprof.analysis summary|compare, in-process through main(argv)."""
+"""CLI: flashprof summary|compare, in-process through main(argv)."""
 from __future__ import annotations
 
 import csv

@@ -1,4 +1,4 @@
-"""`python -m flashprof.analysis.charts`: the full expected set of PNGs from the shipped reports,
+"""`flashprof figures`: the full expected set of PNGs from the shipped reports,
 skips with a note, and the one-line error contract (exit 2, no traceback)."""
 from __future__ import annotations
 

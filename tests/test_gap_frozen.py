@@ -1,5 +1,5 @@
 """The issue model's committed result (reports/gap/issue_model.json): its inputs' hashes match
-the files in the repository (regenerate with ``python -m flashprof.analysis gap --model issue --write
+the files in the repository (regenerate with ``flashprof gap --model issue --write
 reports/gap/``), its numbers are consistent with published.json and with each other, the
 CLI and the figures read it without running the model, and a stale file is recomputed.
 Nothing here runs the minutes-long model."""
@@ -17,7 +17,7 @@ from flashprof.analysis.gap import frozen
 REPO = Path(__file__).resolve().parents[1]
 RESULT = REPO / "reports" / "gap" / "issue_model.json"
 META = REPO / "reports" / "gap" / "issue_model.meta.json"
-REGEN = "python -m flashprof.analysis gap --model issue --write reports/gap/"
+REGEN = "flashprof gap --model issue --write reports/gap/"
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,14 @@ def test_committed_rows_keep_the_gap_shape_and_fit_nothing(committed):
     pub = json.loads((REPO / "analysis" / "published.json").read_text())["gpus"]
     rows = [r for r in recs if r["kind"] == "row"]
     assert {r["gpu_key"] for r in rows} == {"a100_80gb", "rtx3090", "h200_sxm"}
-    assert all(r["fitted_parameters"] == [] for r in recs if r["kind"] in ("row", "summary"))
+    # fitted_parameters: the constants each GPU's Machine read without a citation or a
+    # measurement (derived from gpus.json and ceilings.json, which the hashes pin); none today.
+    from flashprof.analysis.gap.constants import machine
+    fitted = {key: list(machine(key).fitted) for key in {r["gpu_key"] for r in rows}}
+    for r in recs:
+        if r["kind"] in ("row", "summary"):
+            assert r["fitted_parameters"] == fitted[r["gpu_key"]], r["gpu_key"]
+    assert not any(fitted.values()), fitted
     for key, pk in (("a100_80gb", "a100"), ("rtx3090", "rtx3090")):
         mine = {r["target"]: r for r in rows if r["gpu_key"] == key}
         assert set(mine) == {*map(str, range(1, 8)), "ref"}
