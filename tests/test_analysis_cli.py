@@ -172,10 +172,13 @@ def test_directory_argument_and_table(capsys):
     assert all(h == s or (len(h) == 16 and "…" in h and s.startswith(h.split("…")[0])) for h, s in zip(header, stems))
     assert header[:9] == ["cudnn"] + [f"kernel{i}" for i in range(1, 8)] + ["ref"]
     assert any(line.startswith("tensor_tflops_peak") for line in lines)
-    # Readable: each launch column stays narrow (<= 17 characters with its gap), so ten
-    # launches fit in a wide terminal; every body row has one cell per launch.
-    assert max(len(line) for line in lines) <= 40 + 17 * len(stems)
     body = lines[lines.index(next(line for line in lines if line.split() == header)) + 1:]
+    # The cells are each report's own numbers, in the header's order: the duration row
+    # against Nsight Compute's gpu__time_duration.sum read straight from the reports.
+    want = {s: raw_metrics(ROOT / "reports" / "h200" / f"{s}.ncu-rep")["gpu__time_duration.sum"] for s in stems}
+    cells = next(line for line in body if line.split()[0] == "duration_ns").split()[1:]
+    assert cells[1::2] == ["ms"] * len(stems)
+    assert [float(c) for c in cells[0::2]] == [pytest.approx(want[s] / 1e6, abs=5e-4) for s in stems]
     assert body and all(len(line.split()) >= 1 + len(stems) for line in body if not line.startswith("duration"))
     assert not any(line.startswith(("gpu ", "seq ", "title ")) for line in body)
 
