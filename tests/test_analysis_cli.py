@@ -78,6 +78,7 @@ def test_summary_json_keys_and_values(summary_json, raw_ref, raw_cudnn):
         100 * raw_ref["gpu__time_duration.sum"] / raw_cudnn["gpu__time_duration.sum"], rel=1e-12)
 
 
+@pytest.mark.slow
 def test_no_sidecar_means_no_pct_of_fa2(tmp_path, capsys):
     shutil.copy(CUDNN, tmp_path / "other.ncu-rep")  # no other.json next to it
     shutil.copy(REF, tmp_path / "ref.ncu-rep")
@@ -144,6 +145,7 @@ def test_foreign_gemm_summary(capsys):
     assert err.count("\n") == 1 and "analysis: warning:" in err
 
 
+@pytest.mark.slow
 def test_pct_of_fa2_from_ref_in_same_directory(tmp_path, capsys):
     shutil.copy(REF, tmp_path / "ref.ncu-rep")
     shutil.copy(SOL, tmp_path / "kernel6.ncu-rep")

@@ -238,6 +238,7 @@ def results(files):
 CASE_IDS = list(cases(Path("/d")))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cid", CASE_IDS)
 def test_bad_input_one_line(results, cid):
     (rc, stdout, stderr), expected = results[cid]

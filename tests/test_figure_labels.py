@@ -131,7 +131,7 @@ def _assert_readable(fig, n_launches):
     return shown
 
 
-@pytest.mark.parametrize("n", [1, 5, 20, 105])
+@pytest.mark.parametrize("n", [1, 5, 20, pytest.param(105, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("chart", ["stalls", "pipes", "banks"])
 def test_no_label_overlap_synthetic(n, chart):
     st, pp, bk, ident = _synthetic(n, reports=1 if n < 20 else 3)

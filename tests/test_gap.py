@@ -375,6 +375,7 @@ def h200_gap(kernel_frame):
     return gap_table(kernel_frame, None, GPUS, PUB, None)
 
 
+@pytest.mark.slow
 def test_measured_cycles_are_the_raw_counter(h200_gap, raw_kernels, raw_ref):
     h = h200_gap[h200_gap["gpu_key"] == "h200_sxm"].set_index("target")
     assert set(h.index) == set(TARGETS)
@@ -385,6 +386,7 @@ def test_measured_cycles_are_the_raw_counter(h200_gap, raw_kernels, raw_ref):
     assert h200_gap[h200_gap["gpu_key"] != "h200_sxm"]["measured_cycles"].isna().all()
 
 
+@pytest.mark.slow
 def test_alpha_fitted_on_h200_points_only(h200_gap, kernel_frame):
     """Least squares on relative error, by hand, over the eight H200 launches only; the
     published A100/3090 numbers must not move alpha."""

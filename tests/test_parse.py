@@ -373,6 +373,7 @@ def test_pivot_metrics(full_frame, raw_ref, raw_cudnn):
     assert dur["cudnn"] == raw_cudnn["gpu__time_duration.sum"]
 
 
+@pytest.mark.slow
 def test_source_frames_prefetched_into_the_cache(tmp_path, xdg, monkeypatch):
     """The long-frame worker of a report with PC sampling also caches its per-PC frame, so
     the stall-line figures start no second worker; the result equals a fresh read."""

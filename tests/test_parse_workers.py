@@ -62,6 +62,7 @@ def test_crashing_reader_is_one_report_error(tmp_path, monkeypatch, how, sig):
         load_source_frame(report)
 
 
+@pytest.mark.slow
 def test_only_the_crashing_report_is_named(tmp_path, monkeypatch):
     _fake(tmp_path, monkeypatch, SELECTIVE)
     good, bad = tmp_path / "good.ncu-rep", tmp_path / "crash.ncu-rep"
@@ -91,6 +92,7 @@ def test_cli_crash_is_one_line_exit_2(tmp_path):
     assert report.is_file()
 
 
+@pytest.mark.slow
 def test_parent_never_imports_ncu_report(tmp_path):
     code = ("import sys, warnings; warnings.simplefilter('ignore'); "
             "from flashprof.analysis.report.parse import load_frame, load_source_frame; "
