@@ -191,6 +191,7 @@ def test_table_single_report_keeps_identity(capsys):
     assert any(line.startswith("gpu ") and line.endswith("NVIDIA H200") for line in out.splitlines())
 
 
+@pytest.mark.slow
 def test_summary_csv_and_json_for_all_reports(capsys):
     rc, out, _ = _run(capsys, "summary", ROOT / "reports" / "h200", "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(out)))
