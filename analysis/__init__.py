@@ -5,6 +5,6 @@ Stages (each a module with one job):
   roofline  long frame -> hierarchical roofline rows (Nsight Compute chart convention)
   pipes     long frame -> pipe utilisation, issue activity, instruction mix
   stalls    long frame -> warp-stall breakdown, bank conflicts; per-PC frame -> hot lines
-  summary   long frame -> per-launch records, comparisons (CLI: python -m flashprof.analysis)
+  summary   long frame -> per-launch records, comparisons (CLI: flashprof summary|compare|gap)
 No plotting here: figures take these frames.
 """

@@ -1,4 +1,4 @@
-"""Command line front door: ``python -m flashprof.analysis summary|compare|gap ...``.
+"""Command line front door of ``flashprof summary|compare|gap ...`` (flashprof/verbs.py).
 
 Input: report paths (a directory means every *.ncu-rep in it). Output: text on stdout
 (table, JSON or CSV). Any report problem or bad argument prints exactly one line,

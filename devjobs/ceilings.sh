@@ -17,7 +17,7 @@ if [ -z "${FLASHPROF_CUDA_HOME:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then
 fi
 nvidia-smi --query-gpu=name,compute_cap,clocks.sm,clocks.max.sm,driver_version --format=csv 2>&1 | tee "$OUT/ceilings.log"
 start=$(date +%s)
-timeout 280 ${PY:-python3} -m flashprof.profiling.ceilings_run 2>&1 | tee -a "$OUT/ceilings.log"
+timeout 280 ${PY:-python3} -m flashprof ceilings 2>&1 | tee -a "$OUT/ceilings.log"
 rc=${PIPESTATUS[0]}
 echo "make ceilings: exit $rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/ceilings.log"
 gpu=$(python3 -c "from flashprof.kernels.config import gpu_slug; import subprocess as s; print(gpu_slug(s.run(['nvidia-smi','--query-gpu=name','--format=csv,noheader'],capture_output=True,text=True).stdout.splitlines()[0]))" 2>/dev/null || echo h200)

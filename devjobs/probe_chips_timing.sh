@@ -33,11 +33,11 @@ stamp "make profile KERNEL=6 (cold: build included)"
 /usr/bin/time -f "make_profile_cold_s %e" make --no-print-directory profile KERNEL=6 > /tmp/prof/cold.log 2>&1; tail -n 3 /tmp/prof/cold.log
 stamp "profile KERNEL=6 warm, each step under cProfile"
 s1=$(date +%s.%N)
-$PY -m cProfile -o /tmp/prof/step1_profile.prof -m flashprof.profiling.profile 6 --seq 4096 --dtype fp16 --set full --max-launches 8 --paths-file build/last_profile.txt > /tmp/prof/step1.log 2>&1
+$PY -m cProfile -o /tmp/prof/step1_profile.prof -m flashprof profile 6 --seq 4096 --dtype fp16 --set full --max-launches 8 --paths-file build/last_profile.txt > /tmp/prof/step1.log 2>&1
 s2=$(date +%s.%N)
-$PY -m cProfile -o /tmp/prof/step2_summary.prof -m flashprof.analysis summary $(cat build/last_profile.txt) > /tmp/prof/step2.log 2>&1
+$PY -m cProfile -o /tmp/prof/step2_summary.prof -m flashprof summary $(cat build/last_profile.txt) > /tmp/prof/step2.log 2>&1
 s3=$(date +%s.%N)
-$PY -m cProfile -o /tmp/prof/step3_figures.prof -m flashprof.analysis.charts --reports reports/h200 > /tmp/prof/step3.log 2>&1
+$PY -m cProfile -o /tmp/prof/step3_figures.prof -m flashprof figures --reports reports/h200 > /tmp/prof/step3.log 2>&1
 s4=$(date +%s.%N)
 echo "steps_s profile=$(echo "$s2-$s1"|bc) summary=$(echo "$s3-$s2"|bc) figures=$(echo "$s4-$s3"|bc)"
 stamp "make profile KERNEL=6 warm"

@@ -19,11 +19,11 @@ echo "--- stderr of make (must be short, no Traceback, no 'Segmentation fault'):
 grep -c Traceback "$OUT/summary_stderr.txt"; grep -c "Segmentation fault" "$OUT/summary_stderr.txt"
 ls -la reports/h200/kernel6.ncu-rep reports/h200/kernel6.json && sha1sum reports/h200/kernel6.ncu-rep
 echo "--- the summary step alone:"
-python3 -m flashprof.analysis summary reports/h200/kernel6.ncu-rep --no-cache > /dev/null; echo "summary rc=$?"
+python3 -m flashprof summary reports/h200/kernel6.ncu-rep --no-cache > /dev/null; echo "summary rc=$?"
 # The fix the message names, where the lead carried the wheel (.whl/ in the tree):
 if ls .whl/*.whl > /dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
-  PYTHONPATH=/tmp/site python3 -m flashprof.analysis summary reports/h200/kernel6.ncu-rep --format json --no-cache \
+  PYTHONPATH=/tmp/site python3 -m flashprof summary reports/h200/kernel6.ncu-rep --format json --no-cache \
     | python3 -c "import json,sys; r=json.load(sys.stdin)[0]; print('with wheel:', r['flops_kind'], round(r['tflops'], 1), 'TFLOP/s', r['missing'])"
 fi
 date

@@ -2,7 +2,7 @@
 
 Input: KernelConfig(s). Output: an importable extension module per configuration, built
 for the visible GPU's own architecture with line info, cached under build/ext/<slug>/.
-`python -m flashprof.kernels.build 6` (or `all`, or several ids) builds in parallel processes.
+`flashprof build 6` (or `all`, or several ids) builds in parallel processes.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The one command-line contract of every entry point (``python -m flashprof.kernels.sass``,
-``profiling.*``, ``analysis.*``): a failure the user can fix is one line on stderr,
+"""The one command-line contract of every entry point (``flashprof <verb>``,
+flashprof/verbs.py, and the modules behind each verb): a failure the user can fix is one line on stderr,
 ``<prog>: error: <message>``, and a non-zero exit; never a traceback, never a usage block.
 
 * ``FlashprofError``: the base of every such failure (ConfigError, BuildError,

@@ -5,7 +5,7 @@ Output: reports/<gpu>/ceilings.json (the measurements, schema below), ceilings.c
 rows), ceilings.meta.json (sidecar: GPU, driver, clocks, nvcc, git revision, date) and
 ceilings.raw.jsonl (what the binary printed, from which everything else is re-derived).
 
-    python -m flashprof.profiling.ceilings_run [--out DIR] [--arch sm_90] [--from-output RAW.jsonl]
+    flashprof ceilings [--out DIR] [--arch sm_90] [--from-output RAW.jsonl]
 
 The binary prints raw numbers only (cycles, milliseconds, work). Here:
   throughput, per SM  value = work per SM / cycles (median over blocks, one block per SM)

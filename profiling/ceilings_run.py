@@ -1,4 +1,4 @@
-"""`python -m flashprof.profiling.ceilings_run`: build the ceilings binary, run it on this GPU while
+"""`flashprof ceilings` (`make ceilings`): build the ceilings binary, run it on this GPU while
 sampling nvidia-smi's SM clock, and write reports/<gpu>/ceilings.{json,csv,meta.json,raw.jsonl}.
 
 Input: a CUDA GPU, nvidia-smi and the CUDA toolchain (or ``--from-output``: a saved

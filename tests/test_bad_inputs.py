@@ -238,6 +238,7 @@ def results(files):
 CASE_IDS = list(cases(Path("/d")))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cid", CASE_IDS)
 def test_bad_input_one_line(results, cid):
     (rc, stdout, stderr), expected = results[cid]
@@ -260,6 +261,7 @@ def test_no_ncu_case_really_has_no_ncu(files):
     assert shutil.which("ncu", path=str(files / "emptybin")) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("report", ["fa2_sol_only", "gemm_foreign"])
 def test_smaller_or_foreign_report_works_with_one_warning(report):
     rc, stdout, stderr = _run([PY, "-m", "analysis", "summary", "--no-cache",

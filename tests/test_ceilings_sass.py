@@ -48,12 +48,14 @@ TIMED = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parts, mnemonic, least", TIMED, ids=lambda v: v if isinstance(v, str) else None)
 def test_sass_holds_the_timed_instruction(sass, parts, mnemonic, least):
     arch, listings = sass
     assert _count(bench.function(listings, *parts), mnemonic) >= least, (arch, parts)
 
 
+@pytest.mark.slow
 def test_wgmma_only_in_the_sm_90a_build(sass):
     """sm_90 builds as sm_90a: the loop issues HGMMA 64x128x16 (fp32 accumulate), 8 per
     group, waiting for all but the last group; elsewhere the kernel is an empty stub."""
@@ -68,6 +70,7 @@ def test_wgmma_only_in_the_sm_90a_build(sass):
     assert "gsb0, 0x1" in waits and "gsb0, 0x0" in waits
 
 
+@pytest.mark.slow
 def test_hfma2_loop_issues_packed_half_fma(sass):
     """ptxas splits __hfma2 between HFMA2 and HFMA2.MMA (two pipes): both count as HFMA2."""
     insns = bench.function(sass[1], "k_hfma2_tput")
@@ -82,6 +85,7 @@ def test_hfma2_loop_issues_packed_half_fma(sass):
     (("k_lat_fpu",), "MUFU.EX2"),
     (("k_lat_fpu",), "FFMA"),
 ])
+@pytest.mark.slow
 def test_latency_chains_are_dependent(sass, parts, mnemonic):
     assert bench.longest_chain(bench.function(sass[1], *parts), mnemonic) >= LINKS
 
@@ -92,10 +96,12 @@ def test_latency_chains_are_dependent(sass, parts, mnemonic):
     (("k_ffma_tput",), "FFMA"),
     (("k_ex2_tput",), "MUFU.EX2"),
 ])
+@pytest.mark.slow
 def test_throughput_loops_are_independent(sass, parts, mnemonic):
     assert bench.longest_chain(bench.function(sass[1], *parts), mnemonic) == 1
 
 
+@pytest.mark.slow
 def test_cp_async_latency_waits_for_each_copy(sass):
     """Every LDGSTS of the chain is committed and waited for (DEPBAR to 0) before the next."""
     insns = [mn + " " + ops for mn, ops in bench.function(sass[1], "k_lat_cp_async")]
@@ -108,6 +114,7 @@ def test_cp_async_latency_waits_for_each_copy(sass):
         assert "LDGDEPBAR " in between and "DEPBAR.LE SB0, 0x0" in between, insns[a:b + 1]
 
 
+@pytest.mark.slow
 def test_throughput_kernel_waits_pipelined(sass):
     """The cp.async throughput loop keeps 4 groups in flight (wait_group 3), not 0."""
     insns = [mn + " " + ops for mn, ops in bench.function(sass[1], "k_cp_async_tput")]
@@ -124,6 +131,7 @@ def test_longest_chain_tells_dependent_from_independent():
                                "LDSM.16.M88.4") == 2
 
 
+@pytest.mark.slow
 def test_binary_builds_for_sm_90(toolchain):
     """Host driver and device code link into one program (it runs only on a GPU)."""
     exe = bench.build("sm_90")

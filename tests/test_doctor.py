@@ -34,6 +34,36 @@ def _doctor(path_dirs: list[Path], **env) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
+def _checks(out: str) -> dict[str, tuple[str, str]]:
+    """{check name: (mark, detail)} from the doctor's output, by the check names (some
+    have spaces), not by column positions."""
+    names = sorted({n for needs in doctor.TARGETS.values() for n in needs} | {"kernel 7"}, key=len, reverse=True)
+    found = {}
+    for ln in out.splitlines():
+        mark, _, rest = ln.strip().partition(" ")
+        if mark not in ("ok", "NO", "--"):
+            continue
+        name = next((n for n in names if rest == n or rest.startswith(n + " ")), None)
+        if name:
+            found[name] = (mark, rest[len(name):].strip())
+    return found
+
+
+def _targets(out: str) -> dict[str, tuple[list[str], str]]:
+    """{make target: (what it lacks, the fix)} from the lines after 'make targets:'."""
+    lines = out.split("make targets:", 1)[1].splitlines()
+    found = {}
+    for ln in lines:
+        target, _, rest = ln.strip().partition(" ")
+        rest = rest.strip()
+        if rest == "ready":
+            found[target] = ([], "")
+        elif rest.startswith("missing "):
+            lacks, _, fix = rest[len("missing "):].partition(" -> ")
+            found[target] = (lacks.split(", "), fix)
+    return found
+
+
 @pytest.fixture(scope="module")
 def no_gpu_run(tmp_path_factory):
     if Path("/usr/bin/nvidia-smi").exists():
@@ -42,13 +72,47 @@ def no_gpu_run(tmp_path_factory):
 
 
 def test_runs_without_gpu_and_says_so(no_gpu_run):
+    """Whatever else this machine has (a .venv or not, ncu or not), no GPU is said once and
+    every GPU target says only that."""
     r = no_gpu_run
     assert r.returncode == 0 and r.stderr == "", r.stderr
-    lines = r.stdout.splitlines()
-    assert "NO GPU               no GPU: nvidia-smi not found" in [ln.strip() for ln in lines]
-    assert any(ln.split()[:3] == ["build", "missing", "GPU,"] for ln in lines)
-    assert any(ln.split()[:2] == ["profile", "missing"] and "a machine with an NVIDIA GPU" in ln for ln in lines)
-    assert any(ln.split()[:2] == ["--", "counters"] and "not tried" in ln for ln in lines)
+    checks, targets = _checks(r.stdout), _targets(r.stdout)
+    assert checks["GPU"] == ("NO", "no GPU: nvidia-smi not found")
+    assert checks["counters"][0] == "--" and "not tried" in checks["counters"][1]
+    assert set(targets) == set(doctor.TARGETS)
+    for t in ("build", "bench", "tune", "profile", "gpu-session"):
+        lacks, fix = targets[t]
+        assert {"GPU", "torch"} <= set(lacks), t
+        assert fix == "run on a machine with an NVIDIA GPU", t
+    assert "ncu" in targets["profile"][0] or checks["ncu"][0] == "ok"
+    # A target needing no GPU lacks at most what the check lines marked as not ok.
+    not_ok = {n for n, (mark, _) in checks.items() if mark != "ok"}
+    for t in ("test", "figures", "summary", "sass", "notebook"):
+        assert set(targets[t][0]) <= not_ok and "GPU" not in targets[t][0], t
+
+
+@pytest.mark.parametrize("venv, ok, words", [
+    (None, False, "no .venv"),
+    ("cpu", True, "CPU venv"),
+    ("unfinished", False, "unfinished GPU venv"),
+    ("gpu", True, "GPU venv"),
+])
+def test_python_check_says_which_venv(tmp_path, monkeypatch, venv, ok, words):
+    v = tmp_path / ".venv"
+    if venv:
+        (v / "bin").mkdir(parents=True)
+        (v / "bin" / "python").write_text("")
+        (v / "pyvenv.cfg").write_text("include-system-site-packages = " + ("true" if venv != "cpu" else "false") + "\n")
+    if venv == "gpu":
+        (v / ".flashprof-gpu").write_text("")
+    monkeypatch.setattr(doctor, "VENV", v)
+    c = doctor.check_python()
+    assert c.ok is ok and words in c.detail
+    assert ok or "make setup" in c.fix
+    c_all = {n: doctor.Check(n, True, "") for n in {n for needs in doctor.TARGETS.values() for n in needs}}
+    c_all["python"] = c
+    lines = _targets("make targets:\n" + "\n".join(doctor.target_lines(c_all)))
+    assert all(("python" in lacks) is (not ok) for lacks, _ in lines.values())
 
 
 def test_reads_both_reports_in_a_child(no_gpu_run):
@@ -59,10 +123,10 @@ def test_reads_both_reports_in_a_child(no_gpu_run):
     for rep in (doctor.PROBE, full):
         action = ncu_report.load_report(str(rep)).range_by_idx(0).action_by_idx(0)
         counts.append(len(action.metric_names()))
-    line = next(ln for ln in no_gpu_run.stdout.splitlines() if " ncu_report " in ln)
-    assert line.split()[0] == "ok"
-    assert f"probe.ncu-rep ({counts[0]} metrics)" in line and f"kernel6.ncu-rep ({counts[1]} metrics)" in line
-    assert "wheel ncu-report" in line or "bundled" in line
+    mark, detail = _checks(no_gpu_run.stdout)["ncu_report"]
+    assert mark == "ok"
+    assert f"probe.ncu-rep ({counts[0]} metrics)" in detail and f"kernel6.ncu-rep ({counts[1]} metrics)" in detail
+    assert "wheel ncu-report" in detail or "bundled" in detail
 
 
 def test_gpu_line_from_nvidia_smi(tmp_path):
@@ -70,12 +134,12 @@ def test_gpu_line_from_nvidia_smi(tmp_path):
            '*) echo "345, 1980, 3201, 3201, 75.31, 30, 580.159.04";; esac\n')
     _script(tmp_path / "bin", "nvidia-smi", smi)
     r = _doctor([tmp_path / "bin"])
-    gpu = next(ln for ln in r.stdout.splitlines() if ln.split()[1:2] == ["GPU"])
-    assert gpu.split()[0] == "ok"
+    checks = _checks(r.stdout)
+    mark, gpu = checks["GPU"]
+    assert mark == "ok"
     assert "NVIDIA H200, driver 580.159.04, SM 345/1980 MHz, memory 3201/3201 MHz" in gpu
-    k7 = next(ln for ln in r.stdout.splitlines() if ln.split()[1:3] == ["kernel", "7"])
     tuned = json.loads((ROOT / "kernels" / "tuned.json").read_text())["h200"]["slug"]
-    assert f"{tuned}: tuned for h200" in k7
+    assert f"{tuned}: tuned for h200" in checks["kernel 7"][1]
 
 
 _OK = doctor.Check("x", True, "")

@@ -43,6 +43,7 @@ def test_other_folder_gets_its_own_folder(tmp_path):
         figures.out_dir(other, ROOT / "figures" / ".." / "figures")
 
 
+@pytest.mark.slow
 def test_cli_refuses_to_write_foreign_figures_over_the_shipped_ones(tmp_path):
     (tmp_path / "one.ncu-rep").write_bytes(b"whatever")
     before = {p.name: p.stat().st_mtime_ns for p in figures.DEFAULT_OUT.glob("*.png")}
@@ -131,7 +132,7 @@ def _assert_readable(fig, n_launches):
     return shown
 
 
-@pytest.mark.parametrize("n", [1, 5, 20, 105])
+@pytest.mark.parametrize("n", [1, 5, 20, pytest.param(105, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("chart", ["stalls", "pipes", "banks"])
 def test_no_label_overlap_synthetic(n, chart):
     st, pp, bk, ident = _synthetic(n, reports=1 if n < 20 else 3)
@@ -207,6 +208,7 @@ def _legend_texts(fig):
             if a.__class__.__name__ == "Legend"]] if leg is not None for t in leg.get_texts()]
 
 
+@pytest.mark.slow
 def test_roofline_of_many_reports_uses_tags_and_a_name_table(full_frame):
     roof, ident = _foreign_roof(full_frame, 9, blank=4)
     fig = plot_roofline(roof, ident, title="nine reports")
@@ -232,6 +234,7 @@ def test_roofline_of_few_reports_names_them_in_full(full_frame):
     assert not [t for t in fig.texts if t.get_gid() == "name-table"]
 
 
+@pytest.mark.slow
 def test_a_failing_analysis_stage_skips_only_its_figures(tmp_path, monkeypatch):
     def boom(frame):
         raise KeyError("ai_tensor")

@@ -1,4 +1,4 @@
-"""`python -m flashprof.analysis.charts`: the full expected set of PNGs from the shipped reports,
+"""`flashprof figures`: the full expected set of PNGs from the shipped reports,
 skips with a note, and the one-line error contract (exit 2, no traceback)."""
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ def built(tmp_path_factory):
     return res, out
 
 
+@pytest.mark.slow
 def test_every_registered_figure_is_written(built):
     res, out = built
     assert res.returncode == 0, res.stderr
@@ -52,6 +53,7 @@ def test_every_registered_figure_is_written(built):
     assert "Traceback" not in res.stderr
 
 
+@pytest.mark.slow
 def test_only_and_missing_sass_table_is_a_skip(tmp_path):
     res = _run("--reports", REPORTS, "--out", tmp_path, "--sass", tmp_path / "nosass", "--only", "sass_mix", "pipes")
     assert res.returncode == 0, res.stderr
@@ -59,6 +61,7 @@ def test_only_and_missing_sass_table_is_a_skip(tmp_path):
     assert {p.name for p in tmp_path.glob("*.png")} == {"pipes.png"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["missing_dir", "empty_dir", "bad_only", "bad_report"])
 def test_errors_are_one_line_exit_2(tmp_path, case):
     if case == "missing_dir":
@@ -78,6 +81,7 @@ def test_errors_are_one_line_exit_2(tmp_path, case):
     assert not (tmp_path / "o").exists() or not list((tmp_path / "o").glob("*.png"))
 
 
+@pytest.mark.slow
 def test_gap_failure_is_a_skip_not_an_error(tmp_path, monkeypatch):
     from flashprof.analysis.gap.pipes_model import throughput
 

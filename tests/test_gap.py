@@ -309,6 +309,7 @@ ROW_FIELDS = {"kind", "target", "gpu_key", "gpu", "limit", "t_tensor", "t_fma", 
               "observed_source", "error_pp", "work_source", "alpha"}
 
 
+@pytest.mark.slow
 def test_cli_json():
     rc, out, _ = _cli("gap", "--model", "pipes", str(REF), "--format", "json", "--no-cache")
     assert rc == 0
@@ -325,6 +326,7 @@ def test_cli_json():
     assert ref_h200["work_source"].startswith("measured") and ref_h200["pred_pct"] == pytest.approx(100)
 
 
+@pytest.mark.slow
 def test_cli_table():
     rc, out, _ = _cli("gap", "--model", "pipes", str(REF), "--no-cache")
     assert rc == 0
@@ -348,6 +350,7 @@ def test_cli_errors_one_line_exit_2(argv):
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_cli_real_process_bad_format():
     proc = subprocess.run([sys.executable, "-m", "analysis", "gap", "--format", "xml"],
                           cwd=ROOT, capture_output=True, text=True)
@@ -375,6 +378,7 @@ def h200_gap(kernel_frame):
     return gap_table(kernel_frame, None, GPUS, PUB, None)
 
 
+@pytest.mark.slow
 def test_measured_cycles_are_the_raw_counter(h200_gap, raw_kernels, raw_ref):
     h = h200_gap[h200_gap["gpu_key"] == "h200_sxm"].set_index("target")
     assert set(h.index) == set(TARGETS)
@@ -385,6 +389,7 @@ def test_measured_cycles_are_the_raw_counter(h200_gap, raw_kernels, raw_ref):
     assert h200_gap[h200_gap["gpu_key"] != "h200_sxm"]["measured_cycles"].isna().all()
 
 
+@pytest.mark.slow
 def test_alpha_fitted_on_h200_points_only(h200_gap, kernel_frame):
     """Least squares on relative error, by hand, over the eight H200 launches only; the
     published A100/3090 numbers must not move alpha."""

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from flashprof.analysis.gap import controls
-from flashprof.analysis.gap.constants import machine, occupancy
+from flashprof.analysis.gap.constants import READ, machine, occupancy
 from flashprof.analysis.gap.loops import FA2_DIR, fa2_loop
 from flashprof.analysis.gap.scheduler import simulate
 
@@ -103,6 +103,80 @@ def test_bad_sass_is_a_clear_error():
         controls.parse("MOV R1, R2 ;")
 
 
+class _Recording(dict):
+    """A gpus.json GPU block that notes every key the model reads from it."""
+
+    def __init__(self, data, seen):
+        super().__init__(data)
+        self.seen = seen
+
+    def __getitem__(self, key):
+        self.seen.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self.seen.add(key)
+        return super().get(key, default)
+
+
+def _read_entries(key: str, gpus: dict) -> dict:
+    """{name: gpus.json entry} of every value machine() reads for one GPU: the top-level
+    keys it actually touches (recorded) and the whole issue_model block."""
+    seen: set = set()
+    spy = json.loads(json.dumps(gpus))
+    spy["gpus"][key] = _Recording(spy["gpus"][key], seen)
+    machine(key, gpus=spy, ceilings=None)
+    block = gpus["gpus"][key]
+    out = {n: block[n] for n in seen if n != "issue_model" and isinstance(block[n], dict) and "value" in block[n]}
+    out.update(block["issue_model"])
+    return out
+
+
+def _fitted_by_hand(key: str, gpus: dict | None = None) -> list[str]:
+    """The constants with neither a citation (a key of gpus.json's sources, named in the
+    entry's source) nor a measurement behind them, read straight from gpus.json."""
+    gpus = gpus or json.loads((REPO / "analysis" / "gpus.json").read_text())
+    cited = set(gpus["sources"])
+    out = []
+    for name, entry in _read_entries(key, gpus).items():
+        src = entry.get("source") or ""
+        words = set(src.replace("(", " ").replace(")", " ").replace(",", " ").replace(";", " ").replace(":", " ").split())
+        if not (src.startswith("measured") or words & cited):
+            out.append(name)
+    return sorted(out)
+
+
+@pytest.mark.parametrize("key", ["a100_80gb", "rtx3090", "h200_sxm"])
+def test_fitted_parameters_are_the_constants_without_a_source(key):
+    # the model reads its throughputs from more than the issue_model block; every value it
+    # reads (recorded while machine() runs) is one whose source Machine.fitted looks at
+    gpus = json.loads((REPO / "analysis" / "gpus.json").read_text())
+    read = set(_read_entries(key, gpus)) - set(gpus["gpus"][key]["issue_model"])
+    assert {"sm_count", "mma_sync_flop_per_clk_sm", "registers_per_sm"} <= read
+    assert read == set(READ)
+    assert list(machine(key, ceilings=None).fitted) == _fitted_by_hand(key)
+
+
+@pytest.mark.slow
+def test_a_constant_tuned_to_the_answer_is_reported_as_fitted(monkeypatch):
+    from flashprof.analysis.gap import issue_report
+
+    gpus = json.loads((REPO / "analysis" / "gpus.json").read_text())
+    g = gpus["gpus"]["rtx3090"]
+    g["issue_model"]["mio_queue_depth"]["source"] = "tuned until kernel 7 matched 101.5 %"
+    g["alu_lanes_per_clk_sm"]["source"] = "chosen to fit the published numbers"
+    expected = _fitted_by_hand("rtx3090", gpus)
+    assert expected == ["alu_lanes_per_clk_sm", "mio_queue_depth"]
+    m = machine("rtx3090", gpus=gpus, ceilings=None)
+    assert list(m.fitted) == expected
+    monkeypatch.setattr(issue_report, "machine", lambda key: m)
+    recs = issue_report.rows({"rtx3090": {}}, {})  # FA2's row alone: one loop to simulate
+    recs += issue_report.summaries(recs)
+    assert {r["kind"] for r in recs} == {"row", "summary"}
+    assert all(r["fitted_parameters"] == expected for r in recs if r["kind"] in ("row", "summary"))
+
+
+@pytest.mark.slow
 def test_rows_keep_the_gap_json_shape_and_fit_nothing():
     from flashprof.analysis.gap.issue_report import rows, summaries
     from flashprof.kernels.config import variant
@@ -112,7 +186,7 @@ def test_rows_keep_the_gap_json_shape_and_fit_nothing():
     row = next(r for r in recs if r["kind"] == "row" and r["target"] == "7")
     assert {"gpu_key", "target", "pred_pct", "observed_pct", "error_pp", "limiting_resource",
             "explanation"} <= set(row)
-    assert row["fitted_parameters"] == [] and row["observed_pct"] == 101.5
+    assert row["fitted_parameters"] == _fitted_by_hand("rtx3090") and row["observed_pct"] == 101.5
     assert row["error_pp"] == pytest.approx(row["pred_pct"] - 101.5)
     # the 3090 runs HMMA.F32 at a quarter of the A100's per-SM rate: tensor-bound there
     assert row["limiting_resource"] == "tensor pipe"

@@ -32,6 +32,7 @@ def _kernel_name() -> str:
     return "python3"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cwd", ["analysis", "tests"])
 def test_notebook_runs_clean(cwd):
     nb = nbformat.read(NOTEBOOK, as_version=4)

@@ -137,6 +137,7 @@ def xdg(tmp_path, monkeypatch):
     return home / "flashprof"
 
 
+@pytest.mark.slow
 def test_cache_roundtrip_and_invalidation(tmp_path, xdg):
     report = tmp_path / "g.ncu-rep"
     shutil.copy(GEMM, report)
@@ -174,6 +175,7 @@ def test_relative_xdg_is_ignored(monkeypatch):
     assert parse.cache_dir() == parse.Path.home() / ".cache" / "flashprof"
 
 
+@pytest.mark.slow
 def test_read_only_report_folder_and_cache(tmp_path, xdg):
     """A read-only copy of a report folder parses (cache in XDG); a read-only cache
     folder too (no cache then)."""
@@ -373,6 +375,7 @@ def test_pivot_metrics(full_frame, raw_ref, raw_cudnn):
     assert dur["cudnn"] == raw_cudnn["gpu__time_duration.sum"]
 
 
+@pytest.mark.slow
 def test_source_frames_prefetched_into_the_cache(tmp_path, xdg, monkeypatch):
     """The long-frame worker of a report with PC sampling also caches its per-PC frame, so
     the stall-line figures start no second worker; the result equals a fresh read."""

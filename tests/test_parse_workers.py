@@ -47,6 +47,7 @@ def _sha(path) -> str:
     return hashlib.sha1(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how, sig", [("segv", "SIGSEGV"), ("abort", "SIGABRT")])
 def test_crashing_reader_is_one_report_error(tmp_path, monkeypatch, how, sig):
     _fake(tmp_path, monkeypatch, CRASHERS[how])
@@ -62,6 +63,7 @@ def test_crashing_reader_is_one_report_error(tmp_path, monkeypatch, how, sig):
         load_source_frame(report)
 
 
+@pytest.mark.slow
 def test_only_the_crashing_report_is_named(tmp_path, monkeypatch):
     _fake(tmp_path, monkeypatch, SELECTIVE)
     good, bad = tmp_path / "good.ncu-rep", tmp_path / "crash.ncu-rep"
@@ -75,6 +77,7 @@ def test_only_the_crashing_report_is_named(tmp_path, monkeypatch):
     assert str(bad) in str(info.value) and str(good) not in str(info.value)
 
 
+@pytest.mark.slow
 def test_cli_crash_is_one_line_exit_2(tmp_path):
     d = tmp_path / "fake_ncu"
     d.mkdir()
@@ -91,6 +94,7 @@ def test_cli_crash_is_one_line_exit_2(tmp_path):
     assert report.is_file()
 
 
+@pytest.mark.slow
 def test_parent_never_imports_ncu_report(tmp_path):
     code = ("import sys, warnings; warnings.simplefilter('ignore'); "
             "from flashprof.analysis.report.parse import load_frame, load_source_frame; "

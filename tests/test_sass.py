@@ -145,6 +145,7 @@ def test_find_main_loop_prefers_most_hmma_then_the_outer_loop():
 
 
 # --------------------------------------------------------------- static build
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", sass.ARCHS)
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_builds_without_spills(reports, kernel, arch):
@@ -161,6 +162,7 @@ def test_builds_without_spills(reports, kernel, arch):
         assert r["spill_store_bytes"] == r["spill_load_bytes"] == 0, (kernel, arch, dtype)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", sass.ARCHS)
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_core_instructions_present(reports, kernel, arch):
@@ -170,6 +172,7 @@ def test_core_instructions_present(reports, kernel, arch):
             assert ops.get(op, 0) > 0, (kernel, arch, dtype, op)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", sass.ARCHS)
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_main_loop_holds_every_hmma(reports, kernel, arch):
@@ -182,6 +185,7 @@ def test_main_loop_holds_every_hmma(reports, kernel, arch):
         assert int(r["loop_start"], 16) < int(r["loop_end"], 16)
 
 
+@pytest.mark.slow
 def test_loop_x_trips_is_the_executed_count(reports):
     """Independent check of the loop finder against Nsight Compute: kernel 6's executed HMMA
     (sm_90) = HMMA in the loop body x KV blocks (S / B_c) x CTAs x warps per CTA; and the
@@ -206,12 +210,14 @@ def test_loop_x_trips_is_the_executed_count(reports):
         assert loop[op] * trips == pytest.approx(dyn[op], rel=0.03), op
 
 
+@pytest.mark.slow
 def test_tuned_configs_have_loop_counts(tuned_reports):
     for r in tuned_reports:
         assert r["kernel"] == 7 and r["tuned_gpu"]
         assert r["loop_opcodes"]["HMMA"] == r["opcodes"]["HMMA"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", sass.ARCHS)
 def test_swizzle_adds_lop3(reports, arch):
     # Kernel 1 -> 2 adds the XOR swizzle arithmetic (~95 LOP3 in the series' sm_86 dump).
@@ -219,6 +225,7 @@ def test_swizzle_adds_lop3(reports, arch):
     assert k2["opcodes"].get("LOP3", 0) > k1["opcodes"].get("LOP3", 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", sass.ARCHS)
 def test_softmax_fusion_trades_fmul_for_ffma(reports, arch):
     # Kernel 5 -> 6 folds the softmax scale into FFMA (series: FMUL 194 -> 132, FFMA 2 -> 34).
@@ -227,6 +234,7 @@ def test_softmax_fusion_trades_fmul_for_ffma(reports, arch):
     assert k6.get("FFMA", 0) > k5.get("FFMA", 0)
 
 
+@pytest.mark.slow
 def test_committed_data_is_fresh(reports, tuned_reports):
     tables = sass.data_tables(list(reports.values()) + tuned_reports)
     assert set(tables) == {"opcodes.csv", "opcodes_loop.csv", "ptxas.csv"}
@@ -242,6 +250,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_cli_json(reports):
     proc = _cli("6", "--arch", "sm_90", "--format", "json")
     assert proc.returncode == 0, proc.stderr
@@ -256,6 +265,7 @@ def test_cli_json(reports):
     assert counts == sorted(counts, reverse=True)
 
 
+@pytest.mark.slow
 def test_cli_table_and_diff(reports):
     proc = _cli("1", "--arch", "sm_80", "--dtype", "bf16")
     assert proc.returncode == 0, proc.stderr

@@ -1,7 +1,7 @@
 """Figures driver (`make figures`): reports -> analysis frames -> PNG files.
 
-    python -m flashprof.analysis.charts [--reports reports/h200] [--out DIR] [--sass reports/sass]
-                               [--only NAME ...] [--no-cache]
+    flashprof figures [--reports reports/h200] [--out DIR] [--sass reports/sass]
+                      [--only NAME ...] [--no-cache]
 
 Output folder: figures/ for the shipped reports (reports/h200); any other folder's figures
 go to figures/<folder name>/ (or --out), never over the committed ones. Figures about
@@ -222,7 +222,7 @@ def write_index(out: Path, captions: list[tuple[str, str]], inp: Inputs, skipped
     """``index.md``: every figure of this folder with its one-line caption."""
     n = len(inp.ident)
     lines = [f"# Figures of `{inp.reports_dir.name}`", "",
-             f"{len(inp.stems)} report(s), {n} launch(es), drawn by `python -m flashprof.analysis.charts` "
+             f"{len(inp.stems)} report(s), {n} launch(es), drawn by `flashprof figures` "
              f"(flashprof). One line per figure:", ""]
     lines += [f"- [{fname}]({fname}): {cap}" for fname, cap in captions]
     left = list(skipped) + [f"- {what}: {why}" for (_, what), why in inp.notes.items()]

@@ -293,7 +293,7 @@ def _gap_frames(inp: Inputs):
 def _gap(inp: Inputs):
     g = inp.gap_issue
     if "error" in g:
-        raise Skip(f"{g['error']}; regenerate: python -m flashprof.analysis gap --model issue --write reports/gap/")
+        raise Skip(f"{g['error']}; regenerate: flashprof gap --model issue --write reports/gap/")
     from flashprof.analysis.charts import gap_charts as gap_plots
     title, subtitle = gap_plots.issue_gap_titles(g["records"])
     return [("gap.png", lambda: gap_plots.plot_issue_gap(g["records"], title=title, subtitle=subtitle),

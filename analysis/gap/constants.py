@@ -5,12 +5,15 @@ per-SM throughputs become per-sub-partition issue intervals (cycles between two 
 instructions on one pipe), the ``issue_model`` block gives latencies, the bench clock and
 the GA10x FP32/INT32 datapath sharing. For the H200, a measured ``reports/h200/
 ceilings.json`` (microbenchmarks) replaces the literature latencies when present.
-Nothing here is fitted to any measured or published % of FA2.
+Nothing here is fitted to any measured or published % of FA2: ``Machine.fitted`` lists the
+constants the model read whose source is neither a citation (a key of gpus.json's
+``sources``) nor a measurement, and the report carries that list as ``fitted_parameters``.
 """
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -33,6 +36,9 @@ _CEILING_RATE = {
     "mma_f16_f32": ("hmma_interval", lambda v: FLOP_PER_HMMA / (v / SUBPARTITIONS)),  # FLOP/clk/SM
     "mufu_ex2": ("mufu_interval", lambda v: 32 / (v / SUBPARTITIONS)),                # op/clk/SM
 }
+# The per-GPU gpus.json entries machine() reads besides its whole issue_model block.
+READ = ("sm_count", "mma_sync_flop_per_clk_sm", "fp32_lanes_per_clk_sm", "alu_lanes_per_clk_sm",
+        "mufu_lanes_per_clk_sm", "lsu_warp_inst_per_clk_sm", "registers_per_sm", "smem_per_sm_kb")
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,8 @@ class Machine:
     ldsm_latency: float | None = None
     barrier_latency_256: float | None = None
     sources: dict = field(default_factory=dict, compare=False)
+    # Constants read from an entry whose source names no citation and no measurement.
+    fitted: tuple = field(default=(), compare=False)
 
     @property
     def fp32_interval(self) -> float:
@@ -79,6 +87,13 @@ class Machine:
 
 def _v(entry) -> float:
     return float(entry["value"]) if isinstance(entry, dict) else float(entry)
+
+
+def traceable(source, cited) -> bool:
+    """A source that names a gpus.json citation key, or a measurement (``measured ...``)."""
+    if not isinstance(source, str):
+        return False
+    return source.startswith("measured") or any(re.search(rf"\b{re.escape(k)}\b", source) for k in cited)
 
 
 def machine(gpu_key: str, gpus: dict | None = None, ceilings: Path | None = CEILINGS) -> Machine:
@@ -110,6 +125,9 @@ def machine(gpu_key: str, gpus: dict | None = None, ceilings: Path | None = CEIL
     )
     if g["arch"] == "sm_90" and ceilings is not None and Path(ceilings).is_file():
         fields.update(_measured(Path(ceilings), fields["sources"]))
+    read = {n: g[n].get("source") if isinstance(g[n], dict) else None for n in READ}
+    read.update(fields["sources"])
+    fields["fitted"] = tuple(sorted(n for n, src in read.items() if not traceable(src, gpus.get("sources", {}))))
     return Machine(**fields)
 
 

@@ -2,12 +2,12 @@
 sidecar ``issue_model.meta.json``.
 
 The model takes minutes (a cycle-level simulation per GPU, kernel and seed), so
-``python -m flashprof.analysis gap`` and the figures read its last output instead of recomputing it,
+``flashprof gap`` and the figures read its last output instead of recomputing it,
 as long as every input is byte-identical to what produced it. The sidecar records the
 SHA-256 of each input (the SASS loops, gpus.json, published.json, the H200 ceilings, the
 reports the H200 rows come from, the model's own code and the kernel configs that pick
 the SASS), the git revision, the date and the runtime. Any difference -> stale -> the
-caller recomputes (``python -m flashprof.analysis gap --model issue --write reports/gap/``
+caller recomputes (``flashprof gap --model issue --write reports/gap/``
 regenerates the files).
 """
 from __future__ import annotations
@@ -106,7 +106,7 @@ def _unclean(v):
 
 
 def write(recs: list[dict], folder: str | Path = DIR, runtime_s: float | None = None,
-          command: str = "python -m flashprof.analysis gap --model issue --write reports/gap/") -> tuple[Path, Path]:
+          command: str = "flashprof gap --model issue --write reports/gap/") -> tuple[Path, Path]:
     """Write the records and the sidecar into ``folder``; returns both paths."""
     folder = Path(folder)
     inputs = input_hashes()
@@ -134,7 +134,7 @@ def read(folder: str | Path | None = None) -> tuple[list[dict], dict]:
         meta = json.loads((folder / META).read_text())
     except FileNotFoundError as exc:
         raise ReportError(f"{exc.filename}: no committed issue-model result "
-                          "(python -m flashprof.analysis gap --model issue --write reports/gap/)") from None
+                          "(flashprof gap --model issue --write reports/gap/)") from None
     except (OSError, ValueError) as exc:
         raise ReportError(f"{folder / RESULT}: unreadable issue-model result ({exc})") from None
     if not isinstance(recs, list) or not isinstance(meta, dict):

@@ -9,7 +9,8 @@ Whole-kernel time, in SM cycles, for the benchmark shape (B16 H16 S4096 d128 fp1
     T = waves * per wave.  % of FA2 = 100 * T(FA2) / T(kernel), same GPU and clock.
 The bank-conflict factor of shared-memory wavefronts (kernel 1 is unswizzled) comes from
 the H200 reports of the same source code: wavefronts / (wavefronts - bank conflicts).
-Nothing is fitted: ``fitted_parameters`` is always empty.
+Nothing is fitted: ``fitted_parameters`` (``Machine.fitted``: constants without a citation or a
+measurement behind them) is empty for every GPU in gpus.json.
 """
 from __future__ import annotations
 
@@ -169,7 +170,7 @@ def _row(key, t, seq, m, r, pct, obs, src, meas) -> dict:
         "limiting_resource": r["limiting"], "explanation": _explain(r, m),
         "loop_cycles": r["loop_cycles"], "loop_spread_pct": r["loop_spread_pct"],
         "ctas_per_sm": r["ctas_per_sm"],
-        "fitted_parameters": [],
+        "fitted_parameters": list(m.fitted),
         **{f"stall_model_{g}": v for g, v in r["stalls"].items()},
         **{f"stall_measured_{g}": (meas["stalls"][g] if meas else math.nan) for g in STALL_GROUPS},
     }
@@ -185,7 +186,9 @@ def summaries(recs: list[dict]) -> list[dict]:
         out.append({"kind": "summary", "gpu_key": key, "n": len(err),
                     "mae_pp": sum(map(abs, err)) / len(err) if err else math.nan,
                     "cycles_mape_pct": sum(map(abs, cyc)) / len(cyc) if cyc else math.nan,
-                    "k7_error_pp": k7[0]["error_pp"] if k7 else math.nan, "fitted_parameters": []})
+                    "k7_error_pp": k7[0]["error_pp"] if k7 else math.nan,
+                    "fitted_parameters": sorted({p for r in recs if r["gpu_key"] == key
+                                                 for p in r.get("fitted_parameters", [])})})
     return out
 
 
@@ -237,7 +240,7 @@ def h200_evidence(frame) -> tuple[dict, dict, dict]:
 
 
 def report(frame=None) -> list[dict]:
-    """Every record of ``python -m flashprof.analysis gap --model issue``: rows, summaries,
+    """Every record of ``flashprof gap --model issue``: rows, summaries,
     sensitivity (kernel 7, +-20 %), limitations."""
     from flashprof.kernels.config import variant
 

@@ -1,6 +1,6 @@
 """Ceilings stage: reports/<gpu>/ceilings.json -> one tidy frame, and the measured roofs.
 
-Input: the ceilings.json that ``python -m flashprof.profiling.ceilings_run`` writes (the file or its
+Input: the ceilings.json that ``flashprof ceilings`` writes (the file or its
 folder). Output: one row per measurement (``COLUMNS``; the run's GPU, arch, SM count and
 clock on every row; a null in the file is NaN here, its reason in ``check`` or
 ``source_of_theoretical``), the rows a roofline draws (``measured_roofs``) and the measured

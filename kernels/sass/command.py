@@ -1,9 +1,9 @@
-"""``python -m flashprof.kernels.sass``: the static report of a kernel, the diff of two, and the
+"""``flashprof sass`` (also ``python -m flashprof.kernels.sass``): the static report of a kernel, the diff of two, and the
 committed data tables (reports/sass/*.csv). Errors are one line (kernels/cli.py).
 
-    python -m flashprof.kernels.sass 6 [--arch sm_90] [--dtype fp16|bf16] [--format table|json]
-    python -m flashprof.kernels.sass diff 5 6 [--arch sm_90]
-    python -m flashprof.kernels.sass data [--check]
+    flashprof sass 6 [--arch sm_90] [--dtype fp16|bf16] [--format table|json]
+    flashprof sass diff 5 6 [--arch sm_90]
+    flashprof sass data [--check]
 """
 from __future__ import annotations
 

@@ -3,12 +3,12 @@
 Input: a ``KernelConfig`` and a target arch. Output: a cached cubin of
 ``kernels/csrc/flash_fwd.cu`` with its ``ptxas -v`` log, and from those the register /
 spill / stack / shared-memory figures and the SASS opcode histogram of the fp16 or bf16
-instantiation (whole function and main loop). ``python -m flashprof.kernels.sass data`` writes them for kernels 1-7 to
+instantiation (whole function and main loop). ``flashprof sass data`` writes them for kernels 1-7 to
 ``reports/sass/*.csv`` so that figures never need a compiler.
 
-    python -m flashprof.kernels.sass 6 [--arch sm_90] [--dtype fp16|bf16] [--format table|json]
-    python -m flashprof.kernels.sass diff 5 6 [--arch sm_90]
-    python -m flashprof.kernels.sass data [--check]        (the CLI: kernels/sass/command.py)
+    flashprof sass 6 [--arch sm_90] [--dtype fp16|bf16] [--format table|json]
+    flashprof sass diff 5 6 [--arch sm_90]
+    flashprof sass data [--check]        (the CLI: kernels/sass/command.py)
 
 The text parsing (ptxas logs, SASS) is kernels/sass/text.py; nvcc runs through
 kernels/nvcc.py. Besides the whole-function histogram, each kernel's main loop (the KV-block loop: the
@@ -195,7 +195,7 @@ def loop_info(cubin: Path, dtype: str = "fp16") -> dict:
 
 # --------------------------------------------------------------------- report
 def static_report(n: int | str, arch: str = "sm_90", dtype: str = "fp16") -> dict:
-    """Everything ``python -m flashprof.kernels.sass N`` prints, as a dict (JSON shape)."""
+    """Everything ``flashprof sass N`` prints, as a dict (JSON shape)."""
     cfg = variant(n)
     check_arch(arch)
     if dtype not in DTYPES:

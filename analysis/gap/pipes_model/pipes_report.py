@@ -1,5 +1,5 @@
 """Gap stage, pipes model: what the model cannot explain, its table as text / records,
-and the front door from report paths (``gap_paths``, used by ``python -m flashprof.analysis gap
+and the front door from report paths (``gap_paths``, used by ``flashprof gap
 --model pipes``). Input: the frames of ``throughput``. Output: strings and records.
 """
 from __future__ import annotations
@@ -89,7 +89,7 @@ def render_table(table: pd.DataFrame, errors: pd.DataFrame) -> str:
     head = (f"{'target':>6} {'gpu':<10} {'limit':<6} "
             + " ".join(f"{p:>7}" for p in MODEL_PIPES)
             + f" {'pred%':>6} {'max%':>6} {'obs%':>6} {'src':<9} {'err':>6}")
-    lines = ["pipe-time model of issue 6 (fitted, superseded by the issue model: python -m flashprof.analysis gap)",
+    lines = ["pipe-time model of issue 6 (fitted, superseded by the issue model: flashprof gap)",
              "pipe times in M SM-cycles (whole kernel, per SM); pred% = fitted combination,"
              " max% = pure max bound; err = pred% - obs% (points)", head]
     for r in table.to_dict("records"):
