@@ -45,10 +45,11 @@ def gather(reports_dir: Path, cache: bool = True, log=print) -> dict:
     """Everything the page shows, as plain data (``flashprof.analysis.page.data``)."""
     from flashprof.analysis.charts.inputs import make_inputs
     from flashprof.analysis.page import assemble
+    from flashprof.analysis.stages.launches import ALL as ALL_LAUNCHES
     from flashprof.analysis.stages.summary import summarize_paths
 
     from flashprof.analysis.report.parse import load_frame
-    inp = make_inputs(reports_dir, cache=cache)
+    inp = make_inputs(reports_dir, cache=cache, launch=ALL_LAUNCHES)  # the page holds every launch
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the page's Reports table lists what each report lacks
         inp.__dict__["frame"] = load_frame(inp.paths, cache=cache)  # Inputs.frame would print them
