@@ -412,7 +412,8 @@ def profile_all(names: list[str], shape, args, ncu: str, t_start: float | None =
                 pass
         sidecar = {
             "schema": 1,
-            "kernel": target.name,
+            "target_key": target.name,  # which target this is; analysis reads it first
+            "kernel": target.name,      # the same, as sidecars before target_key spelled it
             "title": target.title,
             "target": user_sidecar(target, counted, limit) if target.user else None,
             "config": target.config.to_dict() if target.config else None,
