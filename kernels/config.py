@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from flashprof.kernels import gpus
 from flashprof.kernels.cli import FlashprofError
 
 TUNED_FILE = Path(__file__).with_name("tuned.json")
@@ -416,9 +417,6 @@ def variant_origin(n: int | str, gpu: str | None = None, seq: int | None = None,
 
 
 def gpu_slug(name: str) -> str:
-    """'NVIDIA H200' -> 'h200', 'NVIDIA GeForce RTX 3090' -> 'rtx3090', 'NVIDIA A100-SXM4-80GB' -> 'a100'."""
-    s = name.lower().replace("nvidia", "").replace("geforce", "").strip()
-    s = s.replace(" ", "")
-    for sep in ("-", "_"):
-        s = s.split(sep)[0]
-    return "".join(ch for ch in s if ch.isalnum()) or "gpu"
+    """A device name's slug ('NVIDIA H200' -> 'h200'): its record in kernels/gpus.py, else
+    one made from the name ('NVIDIA GeForce RTX 4090' -> 'rtx4090')."""
+    return gpus.slug_of(name)

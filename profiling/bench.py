@@ -21,6 +21,7 @@ from pathlib import Path
 from flashprof.kernels.common import harmonic_mean, move_to_history, write_csv_atomic
 
 from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
+from flashprof.kernels.gpus import reports_folder
 from flashprof.profiling.workload import BENCH_SEQS, Shape, check_dtype, make_inputs, seed_shape
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -185,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             check_writable(args.out.parent)
         gpu = gpu_info()
         default = f"bench_{'_'.join(t.name for t in users)}.csv" if users else "bench.csv"
-        out = args.out or ROOT / "reports" / gpu["slug"] / default
+        out = args.out or ROOT / reports_folder(gpu["slug"]) / default
         check_writable(out.parent)
         clocks0 = smi_clocks()
         t0 = time.perf_counter()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from flashprof.kernels.common import write_atomic
 from flashprof.kernels.config import gpu_slug
+from flashprof.kernels.gpus import reports_folder
 
 from flashprof.profiling import ceiling_rates as derive
 from flashprof.profiling.env import ROOT, check_writable, git_info, now, smi_clocks, write_json_atomic
@@ -173,7 +174,7 @@ def cli(argv: list[str] | None = None) -> int:
             "rederived_from": str(args.from_output) if args.from_output else None,
             "elapsed_s": round(time.perf_counter() - t0, 1),
         }
-        out_dir = args.out or ROOT / "reports" / slug
+        out_dir = args.out or ROOT / reports_folder(slug)
         paths = write_reports(out_dir, doc, raw, meta)
         print(derive.table(doc))
         for warn in [derive.clock_warning(doc), *derive.over_peak(doc)]:

@@ -54,13 +54,13 @@ def smi_clocks() -> dict:
 
 def gpu_info() -> dict:
     torch = require_gpu()
-    from flashprof.kernels.config import gpu_slug
+    from flashprof.kernels.gpus import slug_of
 
     p = torch.cuda.get_device_properties(0)
     name = torch.cuda.get_device_name(0)
     info = {
         "name": name,
-        "slug": gpu_slug(name),
+        "slug": slug_of(name),
         "compute_capability": f"{p.major}.{p.minor}",
         "sm_count": p.multi_processor_count,
         "memory_bytes": p.total_memory,

@@ -35,6 +35,7 @@ from pathlib import Path
 from flashprof.kernels.config import variant
 
 from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
+from flashprof.kernels.gpus import reports_folder
 from flashprof.profiling.launches import check_count, check_limit, check_regex, matching, ncu_kernels
 from flashprof.profiling.ncu import (SECTION_SETS, NcuOptions, find_ncu, ncu_command, ncu_version, retire, run_ncu, stop)
 from flashprof.profiling.user_target import MAX_LAUNCHES, is_spec, source_info
@@ -338,7 +339,7 @@ def profile_all(names: list[str], shape, args, ncu: str, t_start: float | None =
         # the finished report replaces the old one (moved to history/) only after ncu and
         # the gate succeeded, so a failed or interrupted run leaves reports/ as it was.
         # Before the GPU is known, reports/.incomplete/: the same file system as reports/<gpu>/.
-        final_dir = out_dir or (ROOT / "reports" / machine.result()["gpu"]["slug"] if machine.done else None)
+        final_dir = out_dir or (ROOT / reports_folder(machine.result()["gpu"]["slug"]) if machine.done else None)
         pending = (final_dir or ROOT / "reports") / ".incomplete"
         report_name = f"{stem}.ncu-rep"
         fresh = pending / report_name
@@ -390,7 +391,7 @@ def profile_all(names: list[str], shape, args, ncu: str, t_start: float | None =
             if target.user:
                 check_count(profiled, limit, target.user.spec, user_regex)  # refused: nothing lands
             if final_dir is None:
-                final_dir = ROOT / "reports" / info["gpu"]["slug"]
+                final_dir = ROOT / reports_folder(info["gpu"]["slug"])
             check_writable(final_dir)
             if target.config is not None:  # kernel 7's config is this GPU's tuned one
                 target = resolve(name, gpu=info["gpu"]["slug"], seq=shape.seq, dtype=args.dtype)
@@ -411,7 +412,8 @@ def profile_all(names: list[str], shape, args, ncu: str, t_start: float | None =
                 pass
         sidecar = {
             "schema": 1,
-            "kernel": target.name,
+            "target_key": target.name,  # which target this is; analysis reads it first
+            "kernel": target.name,      # the same, as sidecars before target_key spelled it
             "title": target.title,
             "target": user_sidecar(target, counted, limit) if target.user else None,
             "config": target.config.to_dict() if target.config else None,

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
+from flashprof.kernels.gpus import reports_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         from flashprof.profiling.env import gpu_info
 
-        logs = ROOT / "reports" / gpu_info()["slug"] / "logs"
+        logs = ROOT / reports_folder(gpu_info()["slug"]) / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         t_all = time.perf_counter()
         for name, cmd in steps(args.tune, args.seq, args.dtype):

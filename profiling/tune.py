@@ -35,6 +35,7 @@ from pathlib import Path
 
 from flashprof.kernels.common import harmonic_mean, write_atomic, write_csv_atomic
 from flashprof.kernels.config import TUNED_FILE, ConfigError, KernelConfig
+from flashprof.kernels.gpus import SHIPPED, by_slug, reports_folder
 
 from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
 from flashprof.profiling.shared_lib import SharedLibKernel, build_shared_lib  # noqa: F401 (public names)
@@ -237,7 +238,7 @@ def save_winner(gpu_slug: str, hm: float, cfg: dict, pct: dict, dtype: str, seqs
     data[gpu_slug] = {"config": cfg, "slug": KernelConfig.from_dict(cfg).slug, "dtype": dtype,
                       "seqs": list(seqs), "harmonic_mean_tflops": round(hm, 2),
                       "pct_of_ref": {str(k): round(v, 2) for k, v in pct.items()},
-                      "source": f"reports/{gpu_slug}/autotune.csv",
+                      "source": f"{reports_folder(gpu_slug)}/autotune.csv",
                       "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     if buckets:
         data[gpu_slug]["buckets"] = buckets
@@ -258,7 +259,7 @@ def save_bucket_winner(gpu_slug: str, max_seq: int, hm: float, cfg: dict, pct: d
     buckets.append({"max_seq": max_seq, "dtype": dtype, "config": cfg, "slug": KernelConfig.from_dict(cfg).slug,
                     "seqs": list(seqs), "harmonic_mean_tflops": round(hm, 2),
                     "pct_of_ref": {str(k): round(v, 2) for k, v in pct.items()},
-                    "source": f"reports/{gpu_slug}/autotune.csv",
+                    "source": f"{reports_folder(gpu_slug)}/autotune.csv",
                     "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     data[gpu_slug]["buckets"] = sorted(buckets, key=lambda b: (b["max_seq"], b["dtype"]))
     write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
@@ -271,8 +272,8 @@ def write_static(rows: list[dict], path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = ArgumentParser(prog="flashprof tune", description=__doc__.splitlines()[0])
     p.add_argument("--static-only", action="store_true", help="prune without a GPU and stop")
-    p.add_argument("--arch", default=None, help="static build arch (default: the GPU's, else sm_90)")
-    p.add_argument("--gpu", default=None, help="GPU slug for --static-only output (default h200)")
+    p.add_argument("--arch", default=None, help=f"static build arch (default: the GPU's, else {SHIPPED.arch})")
+    p.add_argument("--gpu", default=None, help=f"GPU slug for --static-only output (default {SHIPPED.slug})")
     p.add_argument("--dtype", default="fp16")
     p.add_argument("--seqs", default=None, help=f"default {','.join(map(str, TUNE_SEQS))}, "
                    "or with --bucket the bench's S up to it")
@@ -311,14 +312,15 @@ def main(argv: list[str] | None = None) -> int:
             seed_shape(s)  # a positive length
         say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
         if args.static_only:
-            gpu_slug, arch = args.gpu or "h200", args.arch or "sm_90"
+            gpu_slug = args.gpu or SHIPPED.slug
+            arch = args.arch or (by_slug(gpu_slug) or SHIPPED).arch
         else:
             from flashprof.profiling.env import gpu_info
 
             gpu = gpu_info()
             gpu_slug = gpu["slug"]
             arch = args.arch or "sm_" + gpu["compute_capability"].replace(".", "")
-        out_dir = ROOT / "reports" / gpu_slug
+        out_dir = ROOT / reports_folder(gpu_slug)
         check_writable(out_dir)
         cfgs, rejected = SPACES[args.space]()
         say(f"space: {len(cfgs) + len(rejected)} combinations, {len(rejected)} rejected by config rules, "

@@ -213,7 +213,7 @@ def test_profile_all_fake_ncu_keeps_old_report(fake_ncu, fake_machine, tmp_path,
     import json
 
     side = json.loads((args.out_dir / "ref.json").read_text())
-    assert side["kernel"] == "ref" and side["ncu"]["version"] == "2025.1.1.0"
+    assert side["target_key"] == side["kernel"] == "ref" and side["ncu"]["version"] == "2025.1.1.0"
     assert side["shape"] == {"batch": 16, "seq": 4096, "heads": 16, "d_head": 128}
     assert args.paths_file.read_text() == f"{rep}\n"
     assert list(args.out_dir.glob("*.ncu-rep")) == [rep]  # no half-written report is visible
@@ -284,7 +284,7 @@ def test_profile_all_user_target(fake_ncu, fake_machine, user_file, tmp_path, mo
     i = cmd.index("flashprof.profiling.ncu_program")
     assert cmd[i + 1:i + 3] == [spec, "--batch"]
     side = json.loads(rep.with_name("my_attn-attention_s1024_b2_h4_fp16_full.json").read_text())
-    assert side["kernel"] == "my_attn-attention" and side["title"] == "my_attn-attention: Mine."
+    assert side["target_key"] == side["kernel"] == "my_attn-attention" and side["title"] == "my_attn-attention: Mine."
     assert side["ncu"]["profiled_kernels"] == ["flash_fwd_kernel", "softmax_kernel", "gemm_kernel"]
     assert side["ncu"]["launch_count"] == 4 and side["ncu"]["kernel_regex"] == ".*"
     t = side["target"]

@@ -17,6 +17,7 @@ import pandas as pd
 
 from flashprof.kernels.cli import FlashprofError
 from flashprof.kernels.common import write_atomic
+from flashprof.kernels.gpus import SHIPPED
 
 from flashprof.analysis.charts.identity import KERNEL_IDS, _fmt_shape, kernel_key, kernel_rank
 from flashprof.analysis.report.parse import (REPORT_SUFFIX, cache_file, launch_identity, load_frame, load_source_frame)
@@ -27,7 +28,7 @@ from flashprof.analysis.stages.stalls import bank_conflicts, stalls
 
 PROG = "figures"
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_REPORTS = ROOT / "reports" / "h200"
+DEFAULT_REPORTS = ROOT / SHIPPED.reports
 DEFAULT_OUT = ROOT / "figures"
 
 

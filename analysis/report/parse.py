@@ -42,12 +42,13 @@ import pandas as pd
 
 from flashprof.analysis.metrics import recipes
 from flashprof.analysis.report.errors import FlashprofWarning, ReportError
+from flashprof.analysis.report.target_key import kernel_key, sidecar_key
 from flashprof.analysis.report.ncu_extract import (EXIT_REPORT_ERROR, FRAME_COLUMNS, IDENTITY_COLUMNS, SHAPE_FIELDS, normalise_dtypes)
 
 REPORT_SUFFIX = ".ncu-rep"
 CACHE_APP = "flashprof"
 # Bump when the layout of the extracted frame changes: old cache files then miss.
-_CACHE_VERSION = b"flashprof-long-frame-v2"
+_CACHE_VERSION = b"flashprof-long-frame-v3"  # v3: variant = the sidecar's target key (target_key)
 _MAGIC = b"NVR\x00"  # first bytes of every .ncu-rep written by Nsight Compute
 KEY_COLUMNS = ("report", "range_idx", "launch", "metric")
 __all__ = ["FRAME_COLUMNS", "IDENTITY_COLUMNS", "KEY_COLUMNS", "SHAPE_FIELDS", "load_frame",
@@ -92,10 +93,18 @@ def _read_sidecar(path: Path) -> dict:
     return data
 
 
+def report_target(path: str | os.PathLike) -> str:
+    """Which target a report is: the key its sidecar records (``sidecar_key``), else, for a
+    report without one, the guess from its file stem. The frame's ``variant`` column and
+    ``kernel_key`` give the same per launch."""
+    path = Path(path)
+    return kernel_key(_stem(path), sidecar_key(_read_sidecar(path)))
+
+
 def _identity_from_sidecar(data: dict) -> dict:
     shape = data.get("shape") or {}
     ident = {
-        "variant": None if data.get("kernel") is None else str(data["kernel"]),
+        "variant": sidecar_key(data),
         "title": data.get("title"),
         "dtype": data.get("dtype"),
     }

@@ -27,12 +27,44 @@ KERNEL_TICKS = {"1": "base", "2": "swizzling", "3": "eager K/V", "4": "fragment\
                 "ref": "PyTorch\nflash", "cudnn": "SDPA\nwgmma"}
 
 
-def kernel_key(report, variant=None) -> str:
-    """'1'..'7', 'ref', 'cudnn' from the sidecar variant, else from the report stem."""
-    if variant is not None and not (isinstance(variant, float) and math.isnan(variant)) \
-            and not pd.isna(variant) and str(variant) not in ("", "nan", "None"):
-        return str(variant)
-    stem = str(report).rsplit("/", 1)[-1]
+def _given(v) -> bool:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return False
+    return not pd.isna(v) and str(v) not in ("", "nan", "None")
+
+
+def _series_slugs() -> dict[str, set[str]]:
+    """Target key -> slugs of the configs it runs: the series' config, and for kernel 7
+    every config kernels/tuned.json can dispatch it to."""
+    out = {str(n): {c.slug} for n, c in config.VARIANTS.items()}
+    out["7"] |= {c.slug for _, _, c in config.tuned_configs()}
+    return out
+
+
+def sidecar_key(side) -> str | None:
+    """The target key a sidecar records, or None if it records none.
+
+    ``flashprof profile`` writes it as ``target_key``. Sidecars written before that carry it
+    as ``kernel``, a user target also as ``target.name``; one that has only a
+    ``config_slug`` is the series kernel whose config has that slug (if exactly one has)."""
+    if not side:
+        return None
+    user = side.get("target")
+    for v in (side.get("target_key"), side.get("kernel"), user.get("name") if isinstance(user, dict) else None):
+        if _given(v):
+            return str(v)
+    slug = side.get("config_slug")
+    if _given(slug):
+        hits = [k for k, slugs in _series_slugs().items() if str(slug) in slugs]
+        if len(hits) == 1:
+            return hits[0]
+    return None
+
+
+def stem_key(stem) -> str:
+    """The guess for a report without a sidecar (a foreign report, or one whose sidecar
+    records no target): 'kernel6_s1024_...' -> '6', 'ref_...' -> 'ref', else the stem."""
+    stem = str(stem).rsplit("/", 1)[-1]
     hit = re.match(r"^kernel_?(\d+)", stem)
     if hit:
         return hit.group(1)
@@ -40,6 +72,12 @@ def kernel_key(report, variant=None) -> str:
         if stem == a or stem.startswith(a + "_"):
             return a
     return stem
+
+
+def kernel_key(report, variant=None) -> str:
+    """A launch's target key: ``variant`` (the frame column, the sidecar's key from
+    ``sidecar_key``) where the report has one, else the guess from the report stem."""
+    return str(variant) if _given(variant) else stem_key(report)
 
 
 def kernel_rank(key: str) -> tuple:
