@@ -1,5 +1,5 @@
 """The issue model's committed result (reports/gap/issue_model.json): its inputs' hashes match
-the files in the repository (regenerate with ``flashprof gap --model issue --write
+the files in the repository (regenerate with ``python -m flashprof.analysis gap --model issue --write
 reports/gap/``), its numbers are consistent with published.json and with each other, the
 CLI and the figures read it without running the model, and a stale file is recomputed.
 Nothing here runs the minutes-long model."""
@@ -17,7 +17,7 @@ from flashprof.analysis.gap import frozen
 REPO = Path(__file__).resolve().parents[1]
 RESULT = REPO / "reports" / "gap" / "issue_model.json"
 META = REPO / "reports" / "gap" / "issue_model.meta.json"
-REGEN = "flashprof gap --model issue --write reports/gap/"
+REGEN = "python -m flashprof.analysis gap --model issue --write reports/gap/"
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +33,13 @@ def test_committed_result_matches_the_current_inputs(committed):
     names = set(meta["inputs"])
     for must in ("analysis/gpus.json", "analysis/published.json", "reports/h200/ceilings.json",
                  "reports/sass/fa2/fa2_sm80.sass", "reports/h200/kernel7.ncu-rep",
-                 "analysis/gap/scheduler.py"):
+                 "analysis/gap/scheduler.py", "reports/sass/series/9_A100_sm_80.sass",
+                 "reports/sass/series/fa2_official_sm80_bn32.sass"):
         assert must in names, must
+    # only the reports the model reads: flashprof's kernels, FA2 and the other shapes, no user targets
+    reports = {n for n in names if n.endswith(".ncu-rep")}
+    assert reports and all(Path(n).stem in {*(f"kernel{k}" for k in range(1, 8)), "ref"} or "/other-shapes/" in n
+                           for n in reports), sorted(reports)
     assert any(n.startswith("reports/sass/loops/") for n in names)
     assert {n for n in names if n.startswith("reports/sass/loops/")} == {
         p.relative_to(REPO).as_posix() for p in (REPO / "reports/sass/loops").glob("*.sass")}
@@ -45,46 +50,51 @@ def test_committed_result_matches_the_current_inputs(committed):
     assert meta["runtime_s"] > 0 and meta["date_utc"] and meta["command"]
 
 
-def test_committed_rows_keep_the_gap_shape_and_fit_nothing(committed, raw_kernels, raw_ref):
+def test_committed_rows_keep_the_gap_shape_and_fit_nothing(committed):
     recs, _ = committed
     pub = json.loads((REPO / "analysis" / "published.json").read_text())["gpus"]
     rows = [r for r in recs if r["kind"] == "row"]
     assert {r["gpu_key"] for r in rows} == {"a100_80gb", "rtx3090", "h200_sxm"}
-    # fitted_parameters: the constants each GPU's Machine read without a citation or a
-    # measurement (derived from gpus.json and ceilings.json, which the hashes pin); none today.
-    from flashprof.analysis.gap.constants import machine
-    fitted = {key: list(machine(key).fitted) for key in {r["gpu_key"] for r in rows}}
-    for r in recs:
-        if r["kind"] in ("row", "summary"):
-            assert r["fitted_parameters"] == fitted[r["gpu_key"]], r["gpu_key"]
-    assert not any(fitted.values()), fitted
+    assert all(r["fitted_parameters"] == [] for r in recs if r["kind"] in ("row", "summary"))
     for key, pk in (("a100_80gb", "a100"), ("rtx3090", "rtx3090")):
-        mine = {r["target"]: r for r in rows if r["gpu_key"] == key}
-        assert set(mine) == {*map(str, range(1, 8)), "ref"}
-        assert mine["ref"]["pred_pct"] == pytest.approx(100.0)
-        err = []
-        for t in map(str, range(1, 8)):
+        mine = {r["target"]: r for r in rows if r["gpu_key"] == key and r["binary"] == "series"}
+        ours = {r["target"]: r for r in rows if r["gpu_key"] == key and r["binary"] == "flashprof"}
+        assert set(mine) == {*map(str, range(1, 17)), "ref"} and set(ours) == set(map(str, range(1, 8)))
+        assert mine["ref"]["pred_pct_of_fa2"] == pytest.approx(100.0)
+        assert all(r["sass"].startswith("reports/sass/series/") and "_sm_80" in r["sass"] for t, r in mine.items() if t != "ref")
+        err, base = [], []
+        for t in map(str, range(1, 17)):
             r = mine[t]
-            assert r["observed_pct"] == pub[pk]["pct_of_fa2"][t]["seq_4096"]
+            assert r["published_pct"] == r["observed_pct"] == pub[pk]["pct_of_fa2"][t]["seq_4096"]
             # % of FA2 = FA2's predicted cycles / the kernel's, same GPU and clock
-            assert r["pred_pct"] == pytest.approx(100 * mine["ref"]["pred_cycles"] / r["pred_cycles"])
-            assert r["error_pp"] == pytest.approx(r["pred_pct"] - pub[pk]["pct_of_fa2"][t]["seq_4096"])
+            assert r["pred_pct_of_fa2"] == pytest.approx(100 * mine["ref"]["pred_cycles"] / r["pred_cycles"])
+            assert r["error_pp"] == pytest.approx(r["pred_pct_of_fa2"] - r["observed_pct"])
+            assert len(r["pred_cycles_seeds"]) >= 16
+            assert r["pred_cycles"] == pytest.approx(sum(r["pred_cycles_seeds"]) / len(r["pred_cycles_seeds"]))
+            assert set(r["pred_pipe_pct"]) >= {"tensor", "fma", "alu"} and 0 < r["pred_issue_pct"] < 100
             err.append(abs(r["error_pp"]))
-        s = next(x for x in recs if x["kind"] == "summary" and x["gpu_key"] == key)
-        assert s["mae_pp"] == pytest.approx(sum(err) / len(err))
+            base.append(abs(100 - r["observed_pct"]))
+        s = next(x for x in recs if x["kind"] == "summary" and x["gpu_key"] == key and x["binary"] == "series")
+        assert s["n"] == 16 and s["mae_pp"] == pytest.approx(sum(err) / len(err))
+        assert s["baseline_100_mae_pp"] == pytest.approx(sum(base) / len(base))
+        assert s["mae_sd_pp"] >= 0
         assert s["k7_error_pp"] == pytest.approx(mine["7"]["error_pp"])
-    # The H200 evidence against Nsight Compute's own counter, read straight from the reports.
-    raw = {**raw_kernels, "ref": raw_ref}
-    h = {r["target"]: r for r in rows if r["gpu_key"] == "h200_sxm" and r["seq"] == 4096}
-    assert set(h) == set(raw)
-    ref_cycles = raw["ref"]["sm__cycles_elapsed.avg"]
-    for t, r in h.items():
-        cycles = raw[t]["sm__cycles_elapsed.avg"]
-        assert r["measured_cycles"] == pytest.approx(cycles, rel=1e-9), t
-        assert r["cycles_error_pct"] == pytest.approx(100 * (r["pred_cycles"] / cycles - 1)), t
-        if t != "ref":
-            assert r["observed_pct"] == pytest.approx(100 * ref_cycles / cycles), t
+        # tensor pipe % of peak from the FLOP: the model's time, the GPU's HMMA rate (gpus.json)
+        g = json.loads((REPO / "analysis" / "gpus.json").read_text())["gpus"][key]
+        flop = 4.0 * 16 * 16 * 4096 ** 2 * 128
+        peak = g["mma_sync_flop_per_clk_sm"]["value"] * g["sm_count"]["value"]
+        r = mine["9"]
+        assert r["pred_pipe_pct"]["tensor"] == pytest.approx(100 * flop / peak / r["pred_cycles"], rel=0.01)
+    h = [r for r in rows if r["gpu_key"] == "h200_sxm" and r["measured_cycles"] is not None]
+    assert len(h) >= 7
+    for r in h:
+        assert r["cycles_error_pct"] == pytest.approx(100 * (r["pred_cycles"] / r["measured_cycles"] - 1))
     assert any(r["kind"] == "limitation" for r in recs)
+    assert not any("cannot run them" in r["text"] or "not in reports/sass/fa2" in r["text"]
+                   for r in recs if r["kind"] == "limitation")
+    sweep = [r for r in recs if r["kind"] == "k7_sweep"]
+    assert {(r["gpu_key"], r["tile"]) for r in sweep} >= {("a100_80gb", "64x64"), ("a100_80gb", "128x32"),
+                                                          ("rtx3090", "64x64"), ("rtx3090", "128x32")}
 
 
 def test_stale_inputs_are_named(tmp_path):
@@ -130,7 +140,7 @@ def test_cli_default_reads_the_committed_result(monkeypatch, capsys, committed):
     assert [r["kind"] for r in got] == [r["kind"] for r in committed[0]]
     a100 = {r["target"]: r for r in got if r["kind"] == "row" and r["gpu_key"] == "a100_80gb"}
     mine = {r["target"]: r for r in committed[0] if r["kind"] == "row" and r["gpu_key"] == "a100_80gb"}
-    assert a100["7"]["pred_pct"] == pytest.approx(mine["7"]["pred_pct"])
+    assert a100["7"]["pred_pct_of_fa2"] == pytest.approx(mine["7"]["pred_pct_of_fa2"])
     assert main(["gap"]) == 0
     assert "nothing fitted" in capsys.readouterr().out
 
@@ -176,10 +186,11 @@ def test_gap_figure_is_drawn_from_the_committed_result(committed):
         assert f"{key} @ {mhz} MHz" in sub
     fig = plot_issue_gap(recs, title=title, subtitle=sub)
     gids = {a.get_gid() for ax in fig.axes for a in ax.get_children()}
-    assert {"issue:a100_80gb:obs", "issue:a100_80gb:pred", "issue:rtx3090:pred", "issue:h200_sxm:cycles"} <= gids
+    assert {"issue:a100_80gb:obs", "issue:a100_80gb:pred", "issue:rtx3090:pred", "issue:h200_sxm:cycles",
+            "issue:a100_80gb:pred_flashprof"} <= gids
     a100 = next(ax for ax in fig.axes if "A100" in ax.get_title())
     pts = next(line for line in a100.get_lines() if line.get_gid() == "issue:a100_80gb:pred")
-    want = [r["pred_pct"] for r in sorted((r for r in committed[0] if r["kind"] == "row"
-                                            and r["gpu_key"] == "a100_80gb" and r["target"] != "ref"),
-                                           key=lambda r: r["target"])]
+    want = [r["pred_pct_of_fa2"] for r in sorted((r for r in committed[0] if r["kind"] == "row"
+                                                  and r["gpu_key"] == "a100_80gb" and r["target"] != "ref"
+                                                  and r["binary"] == "series"), key=lambda r: int(r["target"]))]
     assert list(pts.get_ydata()) == pytest.approx(want)

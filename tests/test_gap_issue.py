@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from flashprof.analysis.gap import controls
-from flashprof.analysis.gap.constants import READ, machine, occupancy
+from flashprof.analysis.gap.constants import machine, occupancy
 from flashprof.analysis.gap.loops import FA2_DIR, fa2_loop
 from flashprof.analysis.gap.scheduler import simulate
 
@@ -103,95 +103,107 @@ def test_bad_sass_is_a_clear_error():
         controls.parse("MOV R1, R2 ;")
 
 
-class _Recording(dict):
-    """A gpus.json GPU block that notes every key the model reads from it."""
-
-    def __init__(self, data, seen):
-        super().__init__(data)
-        self.seen = seen
-
-    def __getitem__(self, key):
-        self.seen.add(key)
-        return super().__getitem__(key)
-
-    def get(self, key, default=None):
-        self.seen.add(key)
-        return super().get(key, default)
-
-
-def _read_entries(key: str, gpus: dict) -> dict:
-    """{name: gpus.json entry} of every value machine() reads for one GPU: the top-level
-    keys it actually touches (recorded) and the whole issue_model block."""
-    seen: set = set()
-    spy = json.loads(json.dumps(gpus))
-    spy["gpus"][key] = _Recording(spy["gpus"][key], seen)
-    machine(key, gpus=spy, ceilings=None)
-    block = gpus["gpus"][key]
-    out = {n: block[n] for n in seen if n != "issue_model" and isinstance(block[n], dict) and "value" in block[n]}
-    out.update(block["issue_model"])
-    return out
-
-
-def _fitted_by_hand(key: str, gpus: dict | None = None) -> list[str]:
-    """The constants with neither a citation (a key of gpus.json's sources, named in the
-    entry's source) nor a measurement behind them, read straight from gpus.json."""
-    gpus = gpus or json.loads((REPO / "analysis" / "gpus.json").read_text())
-    cited = set(gpus["sources"])
-    out = []
-    for name, entry in _read_entries(key, gpus).items():
-        src = entry.get("source") or ""
-        words = set(src.replace("(", " ").replace(")", " ").replace(",", " ").replace(";", " ").replace(":", " ").split())
-        if not (src.startswith("measured") or words & cited):
-            out.append(name)
-    return sorted(out)
-
-
-@pytest.mark.parametrize("key", ["a100_80gb", "rtx3090", "h200_sxm"])
-def test_fitted_parameters_are_the_constants_without_a_source(key):
-    # the model reads its throughputs from more than the issue_model block; every value it
-    # reads (recorded while machine() runs) is one whose source Machine.fitted looks at
-    gpus = json.loads((REPO / "analysis" / "gpus.json").read_text())
-    read = set(_read_entries(key, gpus)) - set(gpus["gpus"][key]["issue_model"])
-    assert {"sm_count", "mma_sync_flop_per_clk_sm", "registers_per_sm"} <= read
-    assert read == set(READ)
-    assert list(machine(key, ceilings=None).fitted) == _fitted_by_hand(key)
-
-
-@pytest.mark.slow
-def test_a_constant_tuned_to_the_answer_is_reported_as_fitted(monkeypatch):
-    from flashprof.analysis.gap import issue_report
-
-    gpus = json.loads((REPO / "analysis" / "gpus.json").read_text())
-    g = gpus["gpus"]["rtx3090"]
-    g["issue_model"]["mio_queue_depth"]["source"] = "tuned until kernel 7 matched 101.5 %"
-    g["alu_lanes_per_clk_sm"]["source"] = "chosen to fit the published numbers"
-    expected = _fitted_by_hand("rtx3090", gpus)
-    assert expected == ["alu_lanes_per_clk_sm", "mio_queue_depth"]
-    m = machine("rtx3090", gpus=gpus, ceilings=None)
-    assert list(m.fitted) == expected
-    monkeypatch.setattr(issue_report, "machine", lambda key: m)
-    recs = issue_report.rows({"rtx3090": {}}, {})  # FA2's row alone: one loop to simulate
-    recs += issue_report.summaries(recs)
-    assert {r["kind"] for r in recs} == {"row", "summary"}
-    assert all(r["fitted_parameters"] == expected for r in recs if r["kind"] in ("row", "summary"))
-
-
-@pytest.mark.slow
-def test_rows_keep_the_gap_json_shape_and_fit_nothing():
-    from flashprof.analysis.gap.issue_report import rows, summaries
+def test_rows_keep_the_gap_json_shape_and_fit_nothing(monkeypatch):
+    import flashprof.analysis.gap.issue_report as ir
     from flashprof.kernels.config import variant
 
-    recs = rows({"rtx3090": {"7": variant(7).slug}}, {})
-    recs += summaries(recs)
+    monkeypatch.setattr(ir, "SEEDS", (1, 2))
+    recs = ir.rows({"rtx3090": {"7": variant(7).slug}}, {}, series_gpus=())
+    recs += ir.summaries(recs)
     row = next(r for r in recs if r["kind"] == "row" and r["target"] == "7")
-    assert {"gpu_key", "target", "pred_pct", "observed_pct", "error_pp", "limiting_resource",
+    assert {"gpu_key", "target", "binary", "pred_pct_of_fa2", "pred_pct_sd", "published_pct", "observed_pct",
+            "error_pp", "pred_tflops", "pred_pipe_pct", "pred_issue_pct", "pred_stalls", "limiting_resource",
             "explanation"} <= set(row)
-    assert row["fitted_parameters"] == _fitted_by_hand("rtx3090") and row["observed_pct"] == 101.5
-    assert row["error_pp"] == pytest.approx(row["pred_pct"] - 101.5)
+    assert row["binary"] == "flashprof" and "never measured" in row["binary_note"]
+    # flashprof's kernel divided by the official FA2 the series measured on the 3090 (128x32)
+    assert row["fa2_sass"] == "reports/sass/series/fa2_official_sm80_bn32.sass"
+    assert row["fitted_parameters"] == [] and row["observed_pct"] == 101.5
+    assert row["error_pp"] == pytest.approx(row["pred_pct_of_fa2"] - 101.5)
+    assert len(row["pred_cycles_seeds"]) == 2 and row["pred_pct_sd"] >= 0
     # the 3090 runs HMMA.F32 at a quarter of the A100's per-SM rate: tensor-bound there
     assert row["limiting_resource"] == "tensor pipe"
     s = next(r for r in recs if r["kind"] == "summary")
     assert s["mae_pp"] == pytest.approx(abs(row["error_pp"]))
+
+
+def test_fitted_parameters_are_read_from_the_sources():
+    from dataclasses import replace
+
+    from flashprof.analysis.gap.issue_report import fitted_parameters
+
+    m = machine("a100_80gb")
+    assert fitted_parameters(m) == [k for k, v in m.sources.items() if v.lower().startswith("fitted")] == []
+    tuned = replace(m, sources={**m.sources, "smem_latency": "fitted to the published kernel 7"})
+    assert fitted_parameters(tuned) == ["smem_latency"]
+
+
+def test_series_loops_match_their_provenance():
+    from flashprof.analysis.gap.loops import SERIES_DIR, series_file, series_loop
+
+    prov = json.loads((SERIES_DIR / "provenance.json").read_text())["files"]
+    for key, tag in (("a100_80gb", "A100"), ("rtx3090", "RTX3090")):
+        for t in [str(k) for k in range(1, 17)] + ["ref"]:
+            stem = series_file(key, t)
+            code = series_loop(t, stem)
+            text = (SERIES_DIR / f"{stem}.sass").read_text()
+            # registers from the cuobjdump resource line, independently of the header parser
+            assert code.registers == int(text.split("REG:", 1)[1].split()[0])
+            if t != "ref":
+                assert code.registers == prov[f"{stem}.sass"]["registers"]
+                assert code.B_r == prov[f"{stem}.sass"]["B_r"] and code.B_c == prov[f"{stem}.sass"]["B_c"]
+            hmma = sum(1 for i in code.body if i.base == "HMMA")
+            assert hmma == (code.B_r // code.warps) * code.B_c * 128 * 2 // (16 * 8 * 16)
+            # every pass loads the next K and V tiles: 2 x B_c x 128 fp16 over the CTA, 16 B per thread
+            ldgsts = sum(1 for i in code.body if i.base == "LDGSTS")
+            assert ldgsts == 2 * code.B_c * 128 * 2 // (16 * 32 * code.warps), (key, t)
+            if t != "ref" and int(t) >= 8:
+                assert f"_{tag}_" in stem and code.B_r == 128 and code.B_c == (64 if tag == "A100" else 32)
+        assert series_file(key, "7") == "7_64_64_swizzling_sm_80" and series_file(key, "3") == "3_sm_80"
+
+
+def test_out_of_line_block_is_spliced_into_the_loop():
+    from flashprof.analysis.gap.controls import main_loop, parse
+    from flashprof.analysis.gap.loops import SERIES_DIR, with_out_of_line
+
+    insts = next(iter(parse((SERIES_DIR / "fa2_official_sm80.sass").read_text()).values()))
+    lo, hi = main_loop(insts)
+    body = with_out_of_line(insts, lo, hi)
+    plain = [i.base for i in insts[lo:hi + 1]].count("LDGSTS")
+    # the official FA2's next-K block sits before the loop: 8 more LDGSTS once spliced in
+    assert plain == 8 and [i.base for i in body].count("LDGSTS") == 16
+    assert len(body) > hi - lo + 1 and all(a in body for a in insts[lo:hi + 1])
+
+
+def test_l2_bandwidth_paces_an_independent_ldgsts_stream():
+    from dataclasses import replace
+
+    m = replace(machine("a100_80gb"), lsu_per_clk_sm=100.0)
+    body = _body([("LDGSTS.E.BYPASS.LTC128B.128 [R0], [R2.64]", _hi(stall=1))] * 32
+                 + [("LDGDEPBAR", _hi(stall=1)), ("DEPBAR.LE SB0, 0x0", _hi(stall=1))])
+    r = simulate(body, m, ctas=1, warps_per_cta=4, iterations=6)
+    # each pass waits for its copies: 4 warps x 32 x 512 B over the SM's measured share of
+    # L2 bandwidth bounds the pass from below; the L2 latency is the most that can add to it
+    want = 4 * 32 * 512 / m.l2_bytes_per_clk_sm
+    assert want * 0.97 <= r["cycles_per_iter"] <= want + m.l2_latency + 64
+    fast = simulate(body, replace(m, l2_bytes_per_clk_sm=None), ctas=1, warps_per_cta=4, iterations=6)
+    assert fast["cycles_per_iter"] < 0.6 * want
+
+
+def test_a100_ga102_constants_cite_measurements_or_are_marked():
+    src = json.loads((REPO / "reports" / "gap" / "constant_sources.json").read_text())["entries"]
+    measured = {(e.get("gpu"), e["quantity"]): e["value"] for e in src if e.get("kind") == "measured"}
+    gpus = json.loads((REPO / "analysis" / "gpus.json").read_text())["gpus"]
+    for key, gpu, l2 in (("a100_80gb", "A100-SXM4-80GB", "L2 hit latency (near partition)"), ("rtx3090", "A40", "L2 hit latency")):
+        im = gpus[key]["issue_model"]
+        assert im["l1_latency"]["value"] == measured[(gpu, "L1 hit latency")]
+        assert im["l2_latency"]["value"] == measured[(gpu, l2)]
+        assert "rrze_gpu_benches" in im["l2_bytes_per_clk_sm"]["source"]
+        for name in ("smem_latency", "mufu_latency", "barrier_latency", "mio_queue_depth"):
+            s = im[name]["source"]
+            assert ("accelsim" in s or "assumed_here" in s) and "sensitivity row" in s, (key, name)
+        assert not any("from memory" in v["source"] for v in im.values())
+    mach = machine("a100_80gb")
+    assert mach.l2_bytes_per_clk_sm == pytest.approx(5410.9e9 / (108 * 1410e6), abs=0.05)
 
 
 def test_wavefronts_per_shared_memory_access():

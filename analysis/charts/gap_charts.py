@@ -104,57 +104,110 @@ def plot_ceilings(ceil: pd.DataFrame, title: str | None = None,
     return _with_titles(fig, title, subtitle)
 
 
+def _kernel_order(t: str) -> tuple:
+    return (0, int(t)) if t.isdigit() else (1, t)
+
+
 def issue_gap_titles(recs: list[dict]) -> tuple[str, str]:
     """Title and subtitle of the gap figure: shape, clocks, where the observed numbers come
-    from, the per-GPU errors, and that nothing is fitted."""
-    summ = {r["gpu_key"]: r for r in recs if r["kind"] == "summary"}
+    from, the per-GPU errors (series binaries; H200: flashprof's), and that nothing is fitted."""
+    summ = {}
+    for r in recs:
+        if r["kind"] == "summary" and (r.get("binary") == "series" or r["gpu_key"] not in summ):
+            summ[r["gpu_key"]] = r
     clocks = {r["gpu_key"]: r["clock_mhz"] for r in recs if r["kind"] == "row"}
-    parts = [f"{k} @ {clocks.get(k, math.nan):.0f} MHz: " + (
-        f"MAE {s['mae_pp']:.1f} pp" if not math.isnan(s["mae_pp"]) else f"cycles MAPE {s['cycles_mape_pct']:.1f} %")
-        for k, s in summ.items()]
-    return ("Kernels 1-7 vs FlashAttention-2: in-order issue model over each GPU's own SASS (nothing fitted)",
-            "B16 H16 S4096 d128 fp16, non-causal; bars: A100 / RTX 3090 published % of FA2 at the series' "
-            "locked clocks, H200 measured (Nsight Compute cycles of its reports); labels: predicted - observed, pp; "
-            "last panel: H200 predicted / measured SM cycles \u00b7 " + "; ".join(parts)
-            + "; fitted parameters: none")
+    parts = []
+    for k, s in summ.items():
+        txt = f"{k} @ {clocks.get(k, math.nan):.0f} MHz: "
+        if not _nan(s.get("mae_pp")):
+            txt += f"MAE {s['mae_pp']:.1f}"
+            if not _nan(s.get("mae_sd_pp")):
+                txt += f" \u00b1 {s['mae_sd_pp']:.1f}"
+            txt += f" pp over {s['n']}"
+            if not _nan(s.get("baseline_100_mae_pp")):
+                txt += f" (all-100 % baseline {s['baseline_100_mae_pp']:.1f})"
+        else:
+            txt += f"cycles MAPE {s['cycles_mape_pct']:.1f} %"
+        parts.append(txt)
+    return ("Kernels 1-16 vs FlashAttention-2: in-order issue model over the measured SASS (nothing fitted)",
+            "B16 H16 S4096 d128 fp16, non-causal. A100 (1110 MHz) / RTX 3090 (1680 MHz): bars = the series' published "
+            "% of FA2, filled dots = model on the series' own sm_80 binaries (\u00b1 sd over seeds), hollow = "
+            "flashprof's kernels 1-7 (never measured there); H200: flashprof's kernels vs its own ncu reports. "
+            + "; ".join(parts) + "; fitted parameters: none")
+
+
+def _nan(v) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
 
 
 def plot_issue_gap(records: list[dict], title: str | None = None, subtitle: str | None = None) -> Figure:
-    """The issue model (flashprof.analysis.gap.issue_report records): per GPU with published numbers,
-    observed % of FA2 per kernel (bars) and predicted (markers); for a GPU with measured
-    reports, predicted / measured SM cycles per kernel. gids: ``issue:<gpu_key>:<obs|pred|cycles>``."""
+    """The issue model (flashprof.analysis.gap.issue_report records): per GPU with observed
+    numbers, observed % of FA2 per kernel (bars), predicted for the measured binaries (filled
+    markers, sd as error bars) and for flashprof's own kernels where they are a separate set
+    (hollow); for a GPU with measured reports, predicted / measured SM cycles per kernel.
+    gids: ``issue:<gpu_key>:<obs|pred|pred_flashprof|cycles>``."""
     rows = [r for r in records if r.get("kind") == "row" and r["target"] != "ref"
             and r.get("seq", 4096) == 4096]
-    pub = [k for k in dict.fromkeys(r["gpu_key"] for r in rows)
-           if any(not math.isnan(r["observed_pct"]) for r in rows if r["gpu_key"] == k)]
-    meas = [k for k in dict.fromkeys(r["gpu_key"] for r in rows)
-            if any(not math.isnan(r["measured_cycles"]) for r in rows if r["gpu_key"] == k)]
-    # a GPU with measured reports gets both panels: % of FA2 and predicted / measured cycles
+    keys = list(dict.fromkeys(r["gpu_key"] for r in rows))
+
+    def main_set(k):
+        sub = [r for r in rows if r["gpu_key"] == k]
+        if any(r.get("binary") == "series" for r in sub):
+            return [r for r in sub if r.get("binary") == "series"], [r for r in sub if r.get("binary") == "flashprof"]
+        return sub, []
+    pub = [k for k in keys if any(not _nan(r["observed_pct"]) for r in main_set(k)[0])]
+    meas = [k for k in keys if any(not _nan(r.get("measured_cycles")) for r in rows if r["gpu_key"] == k)]
     panels = [(k, "pct") for k in pub] + [(k, "cycles") for k in meas]
     if not panels:
         raise ValueError("no issue-model rows with an observed % of FA2 or measured cycles")
-    fig = Figure(figsize=(3.6 * len(panels), 3.4))
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
-    for ax, (key, what) in zip(axes, panels):
-        sub = sorted((r for r in rows if r["gpu_key"] == key), key=lambda r: r["target"])
+    wide = [p for p in panels if len(main_set(p[0])[0]) > 8 and p[1] == "pct"]
+    narrow = [p for p in panels if p not in wide]
+    ncols = max(len(wide), 1) if wide else len(narrow)
+    fig = Figure(figsize=(6.6 * ncols, 3.9 * (2 if wide and narrow else 1)))
+    if wide and narrow:
+        grid = fig.add_gridspec(2, 2 * ncols)
+        axes = [fig.add_subplot(grid[0, 2 * i:2 * i + 2]) for i in range(len(wide))]
+        per = max(1, (2 * ncols) // len(narrow))
+        axes += [fig.add_subplot(grid[1, i * per:(i + 1) * per]) for i in range(len(narrow))]
+    else:
+        axes = list(fig.subplots(1, len(panels), squeeze=False)[0])
+    for ax, (key, what) in zip(axes, wide + narrow):
+        sub, ours = main_set(key)
+        sub = sorted(sub, key=lambda r: _kernel_order(r["target"]))
         x = np.arange(len(sub))
         labels = [r["target"] for r in sub]
         clock = sub[0]["clock_mhz"]
-        name = str(sub[0].get("gpu") or key).removeprefix("NVIDIA ")
+        name = str(sub[0].get("gpu") or key).removeprefix("NVIDIA ").removeprefix("GeForce ")
         if what == "pct":
             obs = [r["observed_pct"] for r in sub]
-            pred = [r["pred_pct"] for r in sub]
+            pred = [r.get("pred_pct_of_fa2", r.get("pred_pct")) for r in sub]
+            sd = [0.0 if _nan(r.get("pred_pct_sd")) else r["pred_pct_sd"] for r in sub]
             source = "measured (ncu)" if str(sub[0].get("observed_source") or "").startswith("measured") else "published"
-            ax.bar(x, obs, color=_color(key), alpha=0.35, label=source, gid=f"issue:{key}:obs")
-            ax.plot(x, pred, "o", color=_color(key), label="issue model", gid=f"issue:{key}:pred")
+            series = sub[0].get("binary") == "series"
+            ax.bar(x, obs, color=_color(key), alpha=0.3, label=source, gid=f"issue:{key}:obs")
+            eb = ax.errorbar(x, pred, yerr=sd, fmt="o", ms=5, color=_color(key), capsize=2, lw=1,
+                             label="model, series binary" if series else "model")
+            eb.lines[0].set_gid(f"issue:{key}:pred")
+            if ours:
+                at = {r["target"]: i for i, r in enumerate(sub)}
+                op = [(at[r["target"]] + 0.28, r.get("pred_pct_of_fa2", r.get("pred_pct"))) for r in ours if r["target"] in at]
+                ax.plot([p[0] for p in op], [p[1] for p in op], "o", mfc="none", mec="#333333", ms=5,
+                        label="model, flashprof kernel", gid=f"issue:{key}:pred_flashprof")
             for xi, (o, p) in enumerate(zip(obs, pred)):
-                ax.annotate(f"{p - o:+.0f}", (xi, max(o, p)), textcoords="offset points", xytext=(0, 3),
-                            ha="center", fontsize=7)
+                if not (_nan(o) or _nan(p)):
+                    ax.annotate(f"{p - o:+.0f}", (xi, max(o, p) + 2), textcoords="offset points", xytext=(0, 2),
+                                ha="center", fontsize=7)
             ax.axhline(100, color="#555555", lw=0.8, ls="--")
             ax.set_ylabel("% of FlashAttention-2 (same GPU)")
-            ax.set_ylim(0, 125)
-            ax.set_title(f"{name} at {clock:.0f} MHz: % of FA2", fontsize=9)
+            ax.set_ylim(0, 130)
+            ax.set_title(f"{name} at {clock:.0f} MHz, S=4096 d=128: % of FA2 (labels: predicted \u2212 observed, pp)",
+                         fontsize=9)
+            ax.legend(fontsize=7, loc="upper left", ncol=3, framealpha=0.9)
         else:
+            sub = sorted((r for r in rows if r["gpu_key"] == key and not _nan(r.get("measured_cycles"))),
+                         key=lambda r: _kernel_order(r["target"]))
+            x = np.arange(len(sub))
+            labels = [r["target"] for r in sub]
             ratio = [r["pred_cycles"] / r["measured_cycles"] for r in sub]
             ax.bar(x, ratio, color=_color(key), alpha=0.7, gid=f"issue:{key}:cycles")
             for xi, v in enumerate(ratio):
@@ -162,10 +215,8 @@ def plot_issue_gap(records: list[dict], title: str | None = None, subtitle: str 
             ax.axhline(1.0, color="#555555", lw=0.8, ls="--")
             ax.set_ylabel("predicted / measured SM cycles")
             ax.set_ylim(0, 1.3)
-            ax.set_title(f"{name} at {clock:.0f} MHz: cycles vs ncu", fontsize=9)
+            ax.set_title(f"{name} at {clock:.0f} MHz, S=4096 d=128: cycles vs ncu (flashprof kernels)", fontsize=9)
         ax.set_xticks(x, labels)
         ax.set_xlabel("kernel")
-        if what == "pct":
-            ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return _with_titles(fig, title, subtitle)

@@ -22,9 +22,11 @@ from flashprof.analysis.gap.pipes_model.pipe_table import GPUS_FILE, REPO, load_
 CEILINGS = REPO / "reports" / "h200" / "ceilings.json"
 SUBPARTITIONS = 4  # cuda_pg_cc: 4 warp schedulers per SM
 FLOP_PER_HMMA = 2 * 16 * 8 * 16
-# Literature constants that the sensitivity table varies by +-20 %.
-SENSITIVE = ("smem_latency", "l1_latency", "l2_latency", "mufu_latency", "barrier_latency",
-             "mio_queue_depth", "lsu_per_clk_sm")
+# Constants that are assumptions or simulator settings (not measurements) on the A100 /
+# GA102, plus the L2 hit latency (near vs far partition); the sensitivity table varies each
+# by +-20 %. The L1 latency and the L2 bandwidth are measured (gpus.json sources).
+SENSITIVE = ("smem_latency", "l2_latency", "mufu_latency", "barrier_latency", "mio_queue_depth",
+             "lsu_per_clk_sm")
 # ceilings.json latency names -> Machine fields (cycles). cp_async_wait is a 16-byte
 # cp.async from L2 + commit + wait_group 0 (kernels/ceilings/latency.cuh): the LDGSTS
 # completion the scheduler charges as ``l2_latency``.
@@ -68,6 +70,9 @@ class Machine:
     # barrier_latency): LDSM.x4 issue-to-use latency, BAR.SYNC of 256 threads.
     ldsm_latency: float | None = None
     barrier_latency_256: float | None = None
+    # Measured L2 -> SM load bandwidth per SM (B/clk) where a measurement exists (None: no
+    # L2 bandwidth term): LDGSTS bytes queue on it before their L2 latency starts.
+    l2_bytes_per_clk_sm: float | None = None
     sources: dict = field(default_factory=dict, compare=False)
     # Constants read from an entry whose source names no citation and no measurement.
     fitted: tuple = field(default=(), compare=False)
@@ -121,6 +126,7 @@ def machine(gpu_key: str, gpus: dict | None = None, ceilings: Path | None = CEIL
         max_warps_per_sm=int(_v(im["max_warps_per_sm"])),
         regs_per_sm=int(_v(g["registers_per_sm"])), smem_per_sm_kb=_v(g["smem_per_sm_kb"]),
         smem_reserved_per_cta_kb=_v(im["smem_reserved_per_cta_kb"]),
+        l2_bytes_per_clk_sm=_v(im["l2_bytes_per_clk_sm"]) if "l2_bytes_per_clk_sm" in im else None,
         sources={k: v["source"] for k, v in im.items()},
     )
     if g["arch"] == "sm_90" and ceilings is not None and Path(ceilings).is_file():

@@ -25,13 +25,21 @@ from flashprof.analysis.gap.pipes_model.pipe_table import GPUS_FILE, PUBLISHED_F
 DIR = REPO / "reports" / "gap"
 RESULT = "issue_model.json"
 META = "issue_model.meta.json"
-_CODE = ("controls.py", "constants.py", "scheduler.py", "loops.py", "issue_report.py",
+_CODE = ("controls.py", "constants.py", "scheduler.py", "loops.py", "issue_report.py", "frozen.py",
          "pipes_model/pipe_table.py", "pipes_model/work.py")  # work.py: launch_work reads the H200 evidence
+
+
+# The reports the model reads: flashprof's kernels 1-7 and FA2 (ref) -- the rows, the
+# bank-conflict factors and the measured H200 cycles -- and the other-shape launches. User
+# targets (cudnn, flex_attention, triton, ...) under reports/<gpu>/ feed no row, so they are
+# neither read nor hashed: adding one does not make the committed result stale.
+MODEL_TARGETS = ("kernel1", "kernel2", "kernel3", "kernel4", "kernel5", "kernel6", "kernel7", "ref")
 
 
 def default_report_paths() -> list[Path]:
     """The reports the model reads when none are named (the CLI's default)."""
-    return default_reports() + sorted(REPO.joinpath("reports").glob("*/other-shapes/*.ncu-rep"))
+    return ([p for p in default_reports() if p.stem in MODEL_TARGETS]
+            + sorted(REPO.joinpath("reports").glob("*/other-shapes/*.ncu-rep")))
 
 
 def input_paths() -> list[Path]:
@@ -39,6 +47,7 @@ def input_paths() -> list[Path]:
     sass = REPO / "reports" / "sass"
     here = Path(__file__).resolve().parent
     files = [*sorted(sass.glob("loops/*.sass")), *sorted(sass.glob("fa2/*.sass")),
+             *sorted(sass.glob("series/*_sm_80.sass")), *sorted(sass.glob("series/fa2_official_sm80*.sass")),
              GPUS_FILE, PUBLISHED_FILE, REPO / "reports" / "h200" / "ceilings.json",
              REPO / "kernels" / "config.py", *(here / c for c in _CODE), *default_report_paths()]
     return sorted(dict.fromkeys(Path(p) for p in files))

@@ -8,19 +8,27 @@ Whole-kernel time, in SM cycles, for the benchmark shape (B16 H16 S4096 d128 fp1
                + tail, tail = loop cycles * (non-loop instructions / loop instructions);
     T = waves * per wave.  % of FA2 = 100 * T(FA2) / T(kernel), same GPU and clock.
 The bank-conflict factor of shared-memory wavefronts (kernel 1 is unswizzled) comes from
-the H200 reports of the same source code: wavefronts / (wavefronts - bank conflicts).
-Nothing is fitted: ``fitted_parameters`` (``Machine.fitted``: constants without a citation or a
-measurement behind them) is empty for every GPU in gpus.json.
+the H200 reports of the same algorithm: wavefronts / (wavefronts - bank conflicts).
+Two binaries per A100 / RTX 3090 row set: ``"series"`` -- the sm_80 SASS the series measured
+(reports/sass/series: kernels 1-16 and the official FA2, the files its published numbers came
+from) -- and ``"flashprof"`` -- flashprof's own kernels 1-7 (reports/sass/loops), never
+measured on those GPUs. The H200 rows are flashprof's kernels against the H200's own reports.
+Nothing is fitted: ``fitted_parameters`` lists the Machine constants whose gpus.json source
+says they were fitted (none).
 """
 from __future__ import annotations
 
 import math
+import random
+import statistics
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from flashprof.analysis.gap.constants import FLOP_PER_HMMA, SENSITIVE, Machine, machine, occupancy
+from flashprof.analysis.gap.constants import FLOP_PER_HMMA, SENSITIVE, SUBPARTITIONS, Machine, machine, occupancy
 from flashprof.analysis.gap.controls import SassError
-from flashprof.analysis.gap.loops import LoopCode, fa2_loop, kernel_loop
-from flashprof.analysis.gap.scheduler import simulate
+from flashprof.analysis.gap.loops import (SERIES_K7_SWEEP, SERIES_KERNELS, LoopCode, fa2_loop, kernel_loop,
+                                         series_file, series_loop)
+from flashprof.analysis.gap.scheduler import pipe, simulate
 from flashprof.analysis.gap.pipes_model.pipe_table import REF, load_published
 
 SHAPE = {"batch": 16, "heads": 16, "seq": 4096}
@@ -52,11 +60,23 @@ def measured_stalls(metrics: dict) -> dict:
 
 def kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0, seeds=None,
                 seq: int = SHAPE["seq"]) -> dict:
+    key = (code, m, conflict, tuple(seeds or SEEDS), seq)
+    if key not in _MEMO:  # the same FA2 serves several row sets: simulate it once
+        _MEMO[key] = _kernel_time(code, m, conflict, seeds, seq)
+    return _MEMO[key]
+
+
+_MEMO: dict = {}
+
+
+def _kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0, seeds=None,
+                 seq: int = SHAPE["seq"]) -> dict:
     occ = occupancy(m, code.registers, code.smem_bytes, code.warps)
     if occ["ctas"] < 1:
         raise SassError(f"{code.target} on {m.gpu_key}: does not fit on an SM ({occ})")
-    sims = [simulate(list(code.body), m, occ["ctas"], code.warps, conflict=conflict, seed=s)
-            for s in (seeds or SEEDS)]
+    seeds = tuple(seeds or SEEDS)
+    args = [(list(code.body), m, occ["ctas"], code.warps, 8, conflict, s) for s in seeds]
+    sims = list(_POOL.map(_sim, args)) if _POOL is not None else [_sim(a) for a in args]
     loops = [x["cycles_per_iter"] for x in sims]
     loop = sum(loops) / len(loops)
     sim = sims[0]
@@ -73,7 +93,18 @@ def kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0, seeds=None,
     flop = 4.0 * SHAPE["batch"] * SHAPE["heads"] * seq ** 2 * 128
     slots = sim["slots"]
     limit = max((k for k in slots if k != "issued"), key=slots.get, default="-")
+    # pipe cycles active, % of elapsed (Nsight Compute's sm__pipe_<p>_cycles_active sense):
+    # per sub-partition, warp instructions of the pipe x cycles each occupies it, over the loop;
+    # the prologue / epilogue (tail) counts as idle for every pipe.
+    per_sp = occ["ctas"] * code.warps / SUBPARTITIONS
+    n = {p: sum(1 for i in code.body if pipe(i) in p) for p in (("tensor",), ("fp32", "imad"), ("alu",), ("xu",))}
+    busy = {"tensor": n[("tensor",)] * m.hmma_interval,
+            "fma": n[("fp32", "imad")] * m.fp32_interval / m.fp32_halves,
+            "alu": n[("alu",)] * m.alu_interval, "xu": n[("xu",)] * m.mufu_interval}
+    in_loop = trips * loop / (trips * loop + tail)
+    pipe_pct = {k: 100 * per_sp * v / loop * in_loop for k, v in busy.items()}
     return {"pred_cycles": cycles, "loop_cycles": loop, "ctas_per_sm": occ["ctas"],
+            "cycles_seeds": [cycles * x / loop for x in loops], "pipe_pct": pipe_pct,
             "occupancy_limit": occ["limit"], "waves": waves, "tail_cycles": tail,
             "tflops": flop / (cycles / (m.clock_mhz * 1e6)) / 1e12,
             "tensor_active_pct": 100 * flop / m.sm_count / (4096 * 4 / m.hmma_interval) / cycles
@@ -82,8 +113,14 @@ def kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0, seeds=None,
             "limiting": limit, "slots": slots, "stalls": model_stalls(sim["warps_per_issue"])}
 
 
-SEEDS = (1, 2, 3, 4)  # CTA start staggers + latency jitter averaged over (scheduler.simulate)
+SEEDS = tuple(range(1, 17))  # CTA start staggers + latency jitter averaged over (scheduler.simulate)
 SENSITIVITY_SEEDS = (1, 2)  # fewer for the +-20 % table: its noise floor is the seed spread
+_POOL: ProcessPoolExecutor | None = None  # set by report(): seeds run in 2 processes
+
+
+def _sim(a):
+    body, m, ctas, warps, iters, conflict, seed = a
+    return simulate(body, m, ctas, warps, iterations=iters, conflict=conflict, seed=seed)
 
 
 def _mean_dicts(ds: list[dict]) -> dict:
@@ -101,6 +138,7 @@ def _explain(r: dict, m: Machine) -> str:
 
 
 def codes_for(gpu_key: str, slugs: dict[str, str]) -> dict[str, LoopCode]:
+    """flashprof's own loops (reports/sass/loops) at the GPU's arch, plus torch's FA2 copy."""
     arch = GPUS[gpu_key]
     out = {}
     for t, slug in slugs.items():
@@ -112,6 +150,22 @@ def codes_for(gpu_key: str, slugs: dict[str, str]) -> dict[str, LoopCode]:
     return out
 
 
+def series_codes(gpu_key: str, targets=SERIES_KERNELS) -> dict[str, LoopCode]:
+    """The series' measured sm_80 binaries (kernels 1-16, the official FA2) for one GPU."""
+    return {t: series_loop(t, series_file(gpu_key, t)) for t in (*targets, REF)}
+
+
+def series_conflict(target: str, conflicts: dict[str, float], swizzled: bool = True) -> float:
+    """Bank-conflict factor for a series binary: flashprof's kernel of the same step on the
+    H200 (kernels 1-7, FA2); kernels 8-16 keep kernel 7's swizzled layout; an unswizzled
+    variant gets kernel 1's (the only unswizzled one measured)."""
+    if not swizzled:
+        return conflicts.get("1", 1.0)
+    if target == REF or int(target) <= 7:
+        return conflicts.get(target, 1.0)
+    return conflicts.get("7", 1.0)
+
+
 def predict(gpu_key: str, slugs: dict[str, str], conflicts: dict[str, float],
             m: Machine | None = None, seeds=None) -> dict[str, dict]:
     m = m or machine(gpu_key)
@@ -119,28 +173,68 @@ def predict(gpu_key: str, slugs: dict[str, str], conflicts: dict[str, float],
             for t, code in codes_for(gpu_key, slugs).items()}
 
 
+def predict_series(gpu_key: str, conflicts: dict[str, float], m: Machine | None = None, seeds=None,
+                   targets=SERIES_KERNELS) -> tuple[dict[str, dict], dict[str, LoopCode]]:
+    m = m or machine(gpu_key)
+    codes = series_codes(gpu_key, targets)
+    return {t: kernel_time(c, m, series_conflict(t, conflicts), seeds) for t, c in codes.items()}, codes
+
+
+def fitted_parameters(m: Machine) -> list[str]:
+    """Machine constants whose gpus.json / ceilings source says they were fitted."""
+    return sorted(k for k, v in m.sources.items() if str(v).lower().startswith("fitted"))
+
+
+def _pct_stats(r: dict, ref: dict) -> tuple[float, float, list[float]]:
+    """% of FA2 from the seed means; its spread (sd of a one-seed prediction: kernel and FA2
+    seed spreads combined) and the per-seed values (kernel seed s against FA2's mean)."""
+    pct = 100 * ref["pred_cycles"] / r["pred_cycles"]
+    cv = lambda xs: statistics.pstdev(xs) / statistics.fmean(xs) if len(xs) > 1 else 0.0
+    sd = pct * math.hypot(cv(r["cycles_seeds"]), cv(ref["cycles_seeds"]))
+    return pct, sd, [100 * ref["pred_cycles"] / c for c in r["cycles_seeds"]]
+
+
 def rows(slugs_by_gpu: dict[str, dict[str, str]], conflicts: dict[str, float],
-         h200_measured: dict[str, dict] | None = None) -> list[dict]:
-    """JSON rows (kind row) for every GPU x target with a prediction."""
+         h200_measured: dict[str, dict] | None = None, series_gpus=("a100_80gb", "rtx3090")) -> list[dict]:
+    """JSON rows (kind row) for every GPU x target with a prediction: the series' binaries
+    on the A100 / RTX 3090 and flashprof's kernels on every GPU in ``slugs_by_gpu``."""
     pub = load_published()["gpus"]
     out = []
+    for key in series_gpus:
+        m = machine(key)
+        pred, codes = predict_series(key, conflicts, m)
+        ref = pred[REF]
+        for t, r in pred.items():
+            pct, sd, per = _pct_stats(r, ref)
+            obs = pub[PUBLISHED_KEY[key]]["pct_of_fa2"][t]["seq_4096"] if t != REF else math.nan
+            out.append(_row(key, t, SHAPE["seq"], m, r, pct, obs, "published" if t != REF else None, None,
+                            binary="series", code=codes[t], sd=sd, per_seed=per,
+                            conflict=series_conflict(t, conflicts), ref=codes[REF]))
     for key, slugs in slugs_by_gpu.items():
         m = machine(key)
-        pred = predict(key, slugs, conflicts, m)
-        ref = pred.get(REF)
+        codes = codes_for(key, slugs)
+        pred = {t: kernel_time(c, m, conflicts.get(t, 1.0)) for t, c in codes.items()}
+        ref, ref_code = pred.get(REF), codes.get(REF)
+        if key in PUBLISHED_KEY:
+            # the denominator the published % used: the official FA2 the series measured
+            ref_code = series_loop(REF, series_file(key, REF))
+            ref = kernel_time(ref_code, m, conflicts.get(REF, 1.0))
         for t, r in pred.items():
-            pct = 100 * ref["pred_cycles"] / r["pred_cycles"] if ref else math.nan
+            if key in PUBLISHED_KEY and t == REF:
+                continue  # torch's FA2 copy: not what the published % divides by
+            pct, sd, per = _pct_stats(r, ref) if ref else (math.nan, math.nan, [])
             obs, src = math.nan, None
-            if key in PUBLISHED_KEY and t != REF:
+            if key in PUBLISHED_KEY:
                 obs = pub[PUBLISHED_KEY[key]]["pct_of_fa2"][t]["seq_4096"]
-                src = "published"
+                src = "published (the series' own binary of this step, not this one)"
             meas = (h200_measured or {}).get((t, SHAPE["seq"])) if key == "h200_sxm" else None
             ref_meas = (h200_measured or {}).get((REF, SHAPE["seq"])) if key == "h200_sxm" else None
             if meas and ref_meas and t != REF:
                 # the H200's own % of FA2: FA2's measured SM cycles over this kernel's (ncu reports)
                 obs = 100 * ref_meas["cycles"] / meas["cycles"]
                 src = "measured (ncu cycles, reports/h200)"
-            out.append(_row(key, t, SHAPE["seq"], m, r, pct, obs, src, meas))
+            out.append(_row(key, t, SHAPE["seq"], m, r, pct, obs, src, meas, binary="flashprof",
+                            code=codes[t], sd=sd, per_seed=per, conflict=conflicts.get(t, 1.0), ref=ref_code))
     return out
 
 
@@ -152,17 +246,38 @@ def other_shape_rows(meas: dict, slugs: dict, conflicts: dict) -> list[dict]:
     for (t, seq), mm in meas.items():
         if seq == SHAPE["seq"] or t == REF or (t, seq) not in slugs:
             continue
-        r = kernel_time(kernel_loop(t, "sm_90", slugs[(t, seq)]), m, conflicts.get(t, 1.0), seq=seq)
-        out.append(_row("h200_sxm", t, seq, m, r, math.nan, math.nan, None, mm))
+        code = kernel_loop(t, "sm_90", slugs[(t, seq)])
+        r = kernel_time(code, m, conflicts.get(t, 1.0), seq=seq)
+        out.append(_row("h200_sxm", t, seq, m, r, math.nan, math.nan, None, mm, binary="flashprof",
+                        code=code, sd=math.nan, per_seed=[], conflict=conflicts.get(t, 1.0), ref=None))
     return out
 
 
-def _row(key, t, seq, m, r, pct, obs, src, meas) -> dict:
+_NOTE = {
+    "series": "the binary the series measured on this GPU (sm_80 code, reports/sass/series/CHECK.md)",
+    "flashprof": "flashprof's own kernel (nvcc 13.0, its own source): never measured on this GPU; the "
+                 "published value belongs to the series' binary of the same step",
+}
+
+
+def _row(key, t, seq, m, r, pct, obs, src, meas, binary, code, sd, per_seed, conflict, ref) -> dict:
+    is_pub = src is not None and src.startswith("published")
+    note = _NOTE[binary] if key in PUBLISHED_KEY else (
+        "flashprof's own kernel, profiled on this GPU (reports/h200)" if t != REF else "torch's FA2 copy, profiled here")
     return {
-        "kind": "row", "gpu_key": key, "gpu": m.name, "target": t, "seq": seq, "arch": GPUS[key], "clock_mhz": m.clock_mhz,
-        "pred_pct": pct, "observed_pct": obs, "observed_source": src,
+        "kind": "row", "gpu_key": key, "gpu": m.name, "target": t, "binary": binary, "seq": seq,
+        "arch": "sm_80" if binary == "series" else GPUS[key], "clock_mhz": m.clock_mhz,
+        "sass": code.source, "fa2_sass": ref.source if ref is not None else None,
+        "config": f"B_r {code.B_r} x B_c {code.B_c}, {code.warps} warps, {code.registers} registers, "
+                  f"{code.smem_bytes} B shared memory, bank-conflict factor {conflict:.4g}",
+        "binary_note": note,
+        "pred_pct_of_fa2": pct, "pred_pct_sd": sd, "pred_pct_seeds": per_seed, "pred_cycles_seeds": r["cycles_seeds"], "seeds": len(r["cycles_seeds"]),
+        "published_pct": obs if is_pub else math.nan,
+        "observed_pct": obs, "observed_source": src,
         "error_pp": pct - obs if not (math.isnan(pct) or math.isnan(obs)) else math.nan,
         "pred_tflops": r["tflops"], "pred_cycles": r["pred_cycles"],
+        "pred_pipe_pct": {k: r["pipe_pct"][k] for k in ("tensor", "fma", "alu", "xu")},
+        "pred_issue_pct": r["issue_pct"], "pred_stalls": dict(r["stalls"]),
         "measured_cycles": meas["cycles"] if meas else math.nan,
         "cycles_error_pct": 100 * (r["pred_cycles"] / meas["cycles"] - 1) if meas else math.nan,
         "measured_tensor_active_pct": meas["tensor_pct"] if meas else math.nan,
@@ -170,44 +285,117 @@ def _row(key, t, seq, m, r, pct, obs, src, meas) -> dict:
         "limiting_resource": r["limiting"], "explanation": _explain(r, m),
         "loop_cycles": r["loop_cycles"], "loop_spread_pct": r["loop_spread_pct"],
         "ctas_per_sm": r["ctas_per_sm"],
-        "fitted_parameters": list(m.fitted),
+        "fitted_parameters": fitted_parameters(m),
         **{f"stall_model_{g}": v for g, v in r["stalls"].items()},
         **{f"stall_measured_{g}": (meas["stalls"][g] if meas else math.nan) for g in STALL_GROUPS},
     }
 
 
-def summaries(recs: list[dict]) -> list[dict]:
+def _mae(errs) -> float:
+    return sum(map(abs, errs)) / len(errs) if errs else math.nan
+
+
+def _mae_spread(rows_: list[dict], ref: dict, draws: int = 400, seed: int = 0) -> float:
+    """SD of the MAE when FA2's and each kernel's seeds are resampled (bootstrap): how much
+    of the MAE is the model's own run-to-run noise."""
+    f_c = ref["pred_cycles_seeds"]
+    if len(f_c) < 2 or any(len(r["pred_cycles_seeds"]) < 2 for r in rows_):
+        return math.nan
+    rng = random.Random(seed)
+    maes = []
+    for _ in range(draws):
+        f = statistics.fmean(rng.choices(f_c, k=len(f_c)))
+        maes.append(_mae([100 * f / statistics.fmean(rng.choices(r["pred_cycles_seeds"], k=len(r["pred_cycles_seeds"])))
+                          - r["observed_pct"] for r in rows_]))
+    return statistics.pstdev(maes)
+
+
+def summaries(recs: list[dict], ref_tflops: dict | None = None) -> list[dict]:
+    """Per GPU and binary: MAE (with its seed spread) over the rows with an observed value,
+    next to the trivial baselines (every kernel = 100 %; every kernel at FA2's pipe-bound
+    limit: the tensor roof at the bench clock over FA2's published TFLOP/s)."""
+    pub = load_published()["gpus"]
     out = []
-    for key in dict.fromkeys(r["gpu_key"] for r in recs):
-        err = [r["error_pp"] for r in recs if r["gpu_key"] == key and not math.isnan(r["error_pp"])]
-        cyc = [r["cycles_error_pct"] for r in recs if r["gpu_key"] == key and not math.isnan(r["cycles_error_pct"])]
-        k7 = [r for r in recs if r["gpu_key"] == key and r["target"] == "7"
+    keys = dict.fromkeys((r["gpu_key"], r.get("binary", "flashprof")) for r in recs if r["kind"] == "row")
+    for key, binary in keys:
+        rs = [r for r in recs if r["kind"] == "row" and r["gpu_key"] == key and r.get("binary") == binary
               and r.get("seq", SHAPE["seq"]) == SHAPE["seq"]]
-        out.append({"kind": "summary", "gpu_key": key, "n": len(err),
-                    "mae_pp": sum(map(abs, err)) / len(err) if err else math.nan,
-                    "cycles_mape_pct": sum(map(abs, cyc)) / len(cyc) if cyc else math.nan,
-                    "k7_error_pp": k7[0]["error_pp"] if k7 else math.nan,
-                    "fitted_parameters": sorted({p for r in recs if r["gpu_key"] == key
-                                                 for p in r.get("fitted_parameters", [])})})
+        scored = [r for r in rs if not math.isnan(r["error_pp"])]
+        ref = next((r for r in rs if r["target"] == REF), None)
+        cyc = [r["cycles_error_pct"] for r in recs if r["kind"] == "row" and r["gpu_key"] == key
+               and r.get("binary") == binary and not math.isnan(r["cycles_error_pct"])]
+        by = {r["target"]: r for r in rs}
+        s = {"kind": "summary", "gpu_key": key, "binary": binary, "n": len(scored),
+             "mae_pp": _mae([r["error_pp"] for r in scored]),
+             "cycles_mape_pct": _mae(cyc) if cyc else math.nan,
+             "k7_error_pp": by["7"]["error_pp"] if "7" in by else math.nan,
+             "fitted_parameters": sorted({p for r in rs for p in r["fitted_parameters"]})}
+        if binary == "series" and ref is not None and scored:
+            s["mae_sd_pp"] = _mae_spread(scored, ref)
+            m = machine(key)
+            roof = m.sm_count * 4 * FLOP_PER_HMMA / m.hmma_interval * m.clock_mhz * 1e6 / 1e12
+            fa2 = pub[PUBLISHED_KEY[key]]["reference_tflops"]["seq_4096"]
+            s["baseline_100_mae_pp"] = _mae([100 - r["observed_pct"] for r in scored])
+            s["baseline_pipe_bound_pct"] = 100 * roof / fa2
+            s["baseline_pipe_bound_mae_pp"] = _mae([100 * roof / fa2 - r["observed_pct"] for r in scored])
+            s["pred_fa2_tflops"], s["published_fa2_tflops"] = ref["pred_tflops"], fa2
+            if "9" in by:
+                s["climb_7_to_9_pred_pp"] = by["9"]["pred_pct_of_fa2"] - by["7"]["pred_pct_of_fa2"]
+                s["climb_7_to_9_published_pp"] = by["9"]["observed_pct"] - by["7"]["observed_pct"]
+            late = [by[str(k)] for k in range(8, 17) if str(k) in by]
+            if late:
+                s["k8_16_pred_range_pct"] = [min(r["pred_pct_of_fa2"] for r in late), max(r["pred_pct_of_fa2"] for r in late)]
+                s["k8_16_published_range_pct"] = [min(r["observed_pct"] for r in late), max(r["observed_pct"] for r in late)]
+        out.append(s)
     return out
 
 
-def sensitivity(slugs_by_gpu: dict, conflicts: dict, names=SENSITIVE, targets=("7",)) -> list[dict]:
-    """Kernel 7's predicted % of FA2 with each literature constant at 0.8x and 1.2x."""
+def sensitivity(conflicts: dict, gpus=("a100_80gb", "rtx3090"), names=SENSITIVE, targets=("7", "9")) -> list[dict]:
+    """Series kernels 7 and 9 (% of FA2) with each assumed / simulator-setting constant at 0.8x and 1.2x."""
     out = []
-    for key, slugs in slugs_by_gpu.items():
+    for key in gpus:
         base_m = machine(key)
-        sub = {t: s for t, s in slugs.items() if t in targets}
-        base = predict(key, sub, conflicts, base_m, SENSITIVITY_SEEDS)
-        if REF not in base:
-            continue
+        base, _ = predict_series(key, conflicts, base_m, SENSITIVITY_SEEDS, targets)
         for name in names:
-            row = {"kind": "sensitivity", "gpu_key": key, "constant": name, "value": getattr(base_m, name)}
+            row = {"kind": "sensitivity", "gpu_key": key, "binary": "series", "constant": name,
+                   "value": getattr(base_m, name), "source": base_m.sources.get(name, "")}
+            for t in targets:
+                row[f"k{t}_pct"] = 100 * base[REF]["pred_cycles"] / base[t]["pred_cycles"]
             for f in (0.8, 1.2):
-                p = predict(key, sub, conflicts, base_m.scaled(name, f), SENSITIVITY_SEEDS)
-                row[f"k7_pct_x{f}"] = 100 * p[REF]["pred_cycles"] / p["7"]["pred_cycles"]
-            row["k7_pct"] = 100 * base[REF]["pred_cycles"] / base["7"]["pred_cycles"]
+                p, _ = predict_series(key, conflicts, base_m.scaled(name, f), SENSITIVITY_SEEDS, targets)
+                for t in targets:
+                    row[f"k{t}_pct_x{f}"] = 100 * p[REF]["pred_cycles"] / p[t]["pred_cycles"]
             out.append(row)
+    return out
+
+
+NOT_BUILT_K7 = ("64x32", "128x64")
+
+
+def k7_sweep(conflicts: dict, gpus=("a100_80gb", "rtx3090")) -> list[dict]:
+    """The series' kernel-7 configurations that exist as SASS (reports/sass/series), predicted
+    TFLOP/s on each GPU; the 64x32 and 128x64 tiles have no listing in the series' repository
+    and were not built."""
+    out = []
+    for key in gpus:
+        m = machine(key)
+        ref_code = series_loop(REF, series_file(key, REF))
+        ref = kernel_time(ref_code, m, conflicts.get(REF, 1.0))
+        for stem in SERIES_K7_SWEEP:
+            code = series_loop("7", f"{stem}_sm_80")
+            swz = "no_swizzling" not in stem
+            c = series_conflict("7", conflicts, swizzled=swz)
+            r = kernel_time(code, m, c)
+            pct, sd, _ = _pct_stats(r, ref)
+            tf = [r["tflops"] * r["pred_cycles"] / x for x in r["cycles_seeds"]]
+            out.append({"kind": "k7_sweep", "gpu_key": key, "sass": code.source, "tile": f"{code.B_r}x{code.B_c}",
+                        "swizzled": swz, "measured_on_this_gpu": stem == "7_64_64_swizzling",
+                        "registers": code.registers, "ctas_per_sm": r["ctas_per_sm"], "conflict": c,
+                        "pred_tflops": r["tflops"], "pred_tflops_sd": statistics.pstdev(tf) if len(tf) > 1 else math.nan,
+                        "pred_pct_of_fa2": pct, "pred_pct_sd": sd})
+        out.append({"kind": "k7_sweep_missing", "gpu_key": key, "tiles": list(NOT_BUILT_K7),
+                    "why": "no kernel_sass listing of these tiles in sonnyli/flash_attention_from_scratch@58b7e33; "
+                           "phase 1 built the listed configurations only"})
     return out
 
 
@@ -239,52 +427,74 @@ def h200_evidence(frame) -> tuple[dict, dict, dict]:
     return meas, conflicts, slugs
 
 
-def report(frame=None) -> list[dict]:
-    """Every record of ``flashprof gap --model issue``: rows, summaries,
-    sensitivity (kernel 7, +-20 %), limitations."""
+def report(frame=None, workers: int = 2) -> list[dict]:
+    """Every record of ``python -m flashprof.analysis gap --model issue``: rows (series and
+    flashprof binaries), summaries, the kernel-7 sweep, sensitivity, limitations."""
+    global _POOL
     from flashprof.kernels.config import variant
 
     meas, conflicts, slugs = h200_evidence(frame)
-    series = {str(k): variant(k).slug for k in range(1, 8)}
-    by_gpu = {"a100_80gb": series, "rtx3090": series}
+    ours = {str(k): variant(k).slug for k in range(1, 8)}
+    by_gpu = {"a100_80gb": ours, "rtx3090": ours}
     h200 = {t: slug for (t, seq), slug in slugs.items() if seq == SHAPE["seq"]}
     if h200:
         by_gpu["h200_sxm"] = h200
-    recs = rows(by_gpu, conflicts, meas)
-    recs += other_shape_rows(meas, slugs, conflicts)
-    recs += summaries(recs)
-    recs += sensitivity({k: v for k, v in by_gpu.items() if k != "h200_sxm"}, conflicts)
-    recs += [{"kind": "limitation", "text": t} for t in LIMITATIONS]
+    pool = ProcessPoolExecutor(workers) if workers > 1 else None
+    _POOL = pool
+    try:
+        recs = rows(by_gpu, conflicts, meas)
+        recs += other_shape_rows(meas, slugs, conflicts)
+        recs += summaries(recs)
+        recs += k7_sweep(conflicts)
+        recs += sensitivity(conflicts)
+    finally:
+        _POOL = None
+        if pool is not None:
+            pool.shutdown()
+    recs += [{"kind": "limitation", "text": t} for t in limitations(recs)]
     return recs
 
 
-LIMITATIONS = (
-    "FA2's sm_90 code is not in reports/sass/fa2 (only sm_80/sm_86 cubins were extracted): H200 rows "
-    "compare predicted with measured SM cycles, not % of FA2 (devjobs/fa2_sm90_sass.sh extracts it).",
-    "Not modelled: Nsight Compute's dispatch_stall (0.12-0.34 warps per issue on the H200 kernels, about "
-    "5 % of their stall cycles; register-bank / dispatch conflicts). With the H200 latencies and rates "
-    "measured by make ceilings (reports/h200/ceilings.json) the H200 cycles are within -4 to +6 %.",
-    "The A100 residual (kernels 2-7 predicted +8 to +14 pp) is not in the literature constants: each "
-    "+-20 % moves kernel 7 by at most ~3 pp (sensitivity table). The model predicts FA2 at 176 TFLOP/s "
-    "(published 186) but kernel 7 at 166 (published 150): the kernels are what it makes too fast. Kernels "
-    "1-7 use B_r = 64 against FA2's 128, so they pull twice the K/V bytes through L2 per FLOP (H200 "
-    "reports: 34.6 vs 17.4 GB L2->SM, lts 37-45 % vs 27 % of peak); the model has no L2 bandwidth "
-    "or far-L2-partition term, the leading candidate -- unproven: on the H200 kernel 6 moves the same "
-    "34.6 GB and is predicted 5 % slow, not fast, so the A100's L2 would have to cost more per byte "
-    "(no A100 L2 rate is in gpus.json; a measurement there would decide). On the RTX 3090 HMMA.F32 runs at a quarter of "
-    "the A100's per-SM rate, so every kernel is tensor-bound there and this cost hides.",
-    "Loop bodies run straight-line: forward branches inside the KV loop fall through. Shared-memory "
-    "bank conflicts enter as one factor per kernel measured on the H200 (same source code).",
-    "Steady states differ by a few per cent between CTA starts (loop_spread_pct); rows average 4 seeds, "
-    "the sensitivity table 2 -- its +-1-2 pp wiggles are that noise.",
-    "Latencies for GA100/GA102 are literature values transcribed without re-checking the papers here "
-    "(gpus.json sources); the MIO queue depth (8) and their barrier latency are assumptions. The H200's "
-    "LDS/LDSM/MUFU/BAR/cp.async latencies and HMMA/MUFU rates are measured (ceilings.json); its L1 "
-    "latency and MIO depth are not. H200 stall mix: the model puts too much in mio throttle and math "
-    "pipe and too little in scoreboard waits (the sum matches), i.e. the real MIO queue is deeper than 8.",
-    "Kernels 8-16 of the series (kernel_sass/*.asm in the companion repository) are nvdisasm text "
-    "without encodings: no control codes, so the model cannot run them.",
-)
+def limitations(recs: list[dict]) -> list[str]:
+    summ = {(r["gpu_key"], r["binary"]): r for r in recs if r["kind"] == "summary"}
+    out = []
+    a = summ.get(("a100_80gb", "series"))
+    if a:
+        out.append(
+            f"A100, series binaries: MAE {a['mae_pp']:.1f} +- {a['mae_sd_pp']:.1f} pp; the model predicts FA2 at "
+            f"{a['pred_fa2_tflops']:.0f} TFLOP/s (published {a['published_fa2_tflops']:.0f}) and puts kernels 8-16 at "
+            f"{a['k8_16_pred_range_pct'][0]:.0f}-{a['k8_16_pred_range_pct'][1]:.0f} % of it (published "
+            f"{a['k8_16_published_range_pct'][0]:.0f}-{a['k8_16_published_range_pct'][1]:.0f} %). Kernels 9-16 run FA2's "
+            "tile (128x64, 4 warps, 255 registers, 2 CTAs/SM, the same HMMA / LDSM / MUFU / FP32 counts per pass), "
+            "so what separates them from FA2 on the hardware is below this model's resolution: "
+            "register-bank / dispatch conflicts, the spill traffic (9-14 LDL per pass against FA2's 6 LDL + 4 STL; "
+            "modelled as L1 hits only), instruction fetch. An Nsight Compute profile of kernel 16 and FA2 on an A100 "
+            "at 1110 MHz (stall reasons, dispatch stalls, L1 hit rate of local loads) would settle it.")
+    out += [
+        "Not modelled: Nsight Compute's dispatch_stall (0.12-0.34 warps per issue on the H200 kernels, about "
+        "5 % of their stall cycles; register-bank / dispatch conflicts). With the H200 latencies and rates "
+        "measured by make ceilings (reports/h200/ceilings.json) the H200 cycles are within -4 to +6 %.",
+        "Loop bodies run straight-line: forward branches inside the KV loop fall through, a predicated CALL "
+        "(kernels 13-16: a slow path) is not followed; an out-of-line block the loop branches to and returns "
+        "from (FA2's next-K cp.async block) is spliced in (loops.with_out_of_line, series files only). "
+        "Shared-memory bank conflicts enter as one factor per kernel measured on the H200 for flashprof's "
+        "kernel of the same step (series kernels 8-16: kernel 7's; unswizzled kernel-7 variant: kernel 1's).",
+        "L2: every LDGSTS hits; its bytes queue on the SM's share of the measured L2 bandwidth (A100 35.5, "
+        "GA102 (A40) 17.0 B/clk/SM, RRZE-HPC/gpu-benches); the H200 has no measured L2 rate in the model "
+        "(no term). Far-partition L2 latency on the A100 (402 vs 206 cycles near) is in the sensitivity table "
+        "only as l2_latency x1.2.",
+        f"Steady states differ by a few per cent between CTA starts (loop_spread_pct); rows average {len(SEEDS)} "
+        f"seeds (pred_pct_sd: the sd of a one-seed prediction; mae_sd_pp: the MAE's bootstrap sd over the seeds), "
+        f"the sensitivity table {len(SENSITIVITY_SEEDS)} -- its +-1-2 pp wiggles are that noise.",
+        "A100 / GA102 constants (gpus.json): L1 and L2 latency and L2 bandwidth measured (RRZE-HPC/gpu-benches, "
+        "A40 for GA102); shared-memory and MUFU latency are Accel-Sim simulator settings (SM80_A100, "
+        "SM86_RTX3070 = GA104); BAR.SYNC latency, MIO queue depth and the LSU rate are assumptions -- each in the "
+        "sensitivity table. The H200's LDS/LDSM/MUFU/BAR/cp.async latencies and HMMA/MUFU rates are measured "
+        "(ceilings.json); its L1 latency and MIO depth are not.",
+        "The RTX 3090 rows run the sm_80 binaries (the series built sm_80 only, on both GPUs); flashprof's rows "
+        "run its own sm_80 / sm_86 builds, divided by the official FA2 the series measured.",
+    ]
+    return out
 
 
 def _f(v, fmt="{:.1f}") -> str:
@@ -292,21 +502,31 @@ def _f(v, fmt="{:.1f}") -> str:
 
 
 def render(recs: list[dict]) -> str:
-    lines = ["issue model (analysis/gap/scheduler.py): predicted % of FA2 at S=4096, nothing fitted",
-             f"{'gpu':<10} {'target':>6} {'MHz':>6} {'pred%':>6} {'obs%':>6} {'err pp':>7} {'TFLOP/s':>8} "
-             f"{'cyc err%':>8} {'limit':<13} explanation"]
+    lines = ["issue model (analysis/gap/scheduler.py): predicted % of FA2 at S=4096 (B16 H16 d128 fp16), nothing fitted",
+             f"{'gpu':<10} {'binary':<9} {'target':>6} {'MHz':>6} {'pred%':>6} {'sd':>4} {'obs%':>6} {'err pp':>7} "
+             f"{'TFLOP/s':>8} {'tensor%':>7} {'fma%':>5} {'alu%':>5} {'issue%':>6} {'cyc err%':>8} {'limit':<13} explanation"]
     for r in recs:
         if r["kind"] == "row":
             tgt = r["target"] if r.get("seq", SHAPE["seq"]) == SHAPE["seq"] else f"{r['target']}@S{r['seq']}"
-            lines.append(f"{r['gpu_key']:<10} {tgt:>6} {r['clock_mhz']:>6.0f} {_f(r['pred_pct']):>6} "
-                         f"{_f(r['observed_pct']):>6} {_f(r['error_pp'], '{:+.1f}'):>7} {r['pred_tflops']:>8.1f} "
-                         f"{_f(r['cycles_error_pct'], '{:+.1f}'):>8} {r['limiting_resource']:<13} {r['explanation']}")
+            pp = r["pred_pipe_pct"]
+            lines.append(f"{r['gpu_key']:<10} {r['binary']:<9} {tgt:>6} {r['clock_mhz']:>6.0f} {_f(r['pred_pct_of_fa2']):>6} "
+                         f"{_f(r['pred_pct_sd']):>4} {_f(r['observed_pct']):>6} {_f(r['error_pp'], '{:+.1f}'):>7} "
+                         f"{r['pred_tflops']:>8.1f} {pp['tensor']:>7.1f} {pp['fma']:>5.1f} {pp['alu']:>5.1f} "
+                         f"{r['pred_issue_pct']:>6.1f} {_f(r['cycles_error_pct'], '{:+.1f}'):>8} "
+                         f"{r['limiting_resource']:<13} {r['explanation']}")
     lines.append("")
     for r in recs:
         if r["kind"] == "summary":
-            lines.append(f"{r['gpu_key']}: MAE {_f(r['mae_pp'])} pp over {r['n']} kernels; kernel 7 error "
-                         f"{_f(r['k7_error_pp'], '{:+.1f}')} pp; cycles MAPE {_f(r['cycles_mape_pct'])} %; "
-                         "fitted parameters: none")
+            line = (f"{r['gpu_key']} ({r['binary']}): MAE {_f(r['mae_pp'])}"
+                    + (f" +- {_f(r['mae_sd_pp'])}" if "mae_sd_pp" in r else "")
+                    + f" pp over {r['n']} kernels; kernel 7 error {_f(r['k7_error_pp'], '{:+.1f}')} pp")
+            if "baseline_100_mae_pp" in r:
+                line += (f"; baselines: every kernel 100 % -> MAE {r['baseline_100_mae_pp']:.1f}, every kernel at "
+                         f"FA2's pipe-bound limit ({r['baseline_pipe_bound_pct']:.1f} %) -> {r['baseline_pipe_bound_mae_pp']:.1f}"
+                         f"; 7->9 predicted {r['climb_7_to_9_pred_pp']:+.1f} pp, published {r['climb_7_to_9_published_pp']:+.1f}")
+            if not math.isnan(r["cycles_mape_pct"]):
+                line += f"; cycles MAPE {_f(r['cycles_mape_pct'])} %"
+            lines.append(line + f"; fitted parameters: {', '.join(r['fitted_parameters']) or 'none'}")
     h = [r for r in recs if r["kind"] == "row" and not math.isnan(r["measured_cycles"])]
     if h:
         lines += ["", "stall mix (warps stalled per issued instruction), model / measured:",
@@ -315,12 +535,23 @@ def render(recs: list[dict]) -> str:
             lines.append(f"{r['gpu_key']:<10} {r['target']:>6} {r['pred_tensor_active_pct']:>6.1f}/{r['measured_tensor_active_pct']:<6.1f}   "
                          + " ".join(f"{r[f'stall_model_{g}']:>6.2f}/{r[f'stall_measured_{g}']:<6.2f}"
                                     for g in STALL_GROUPS))
+    sw = [r for r in recs if r["kind"] == "k7_sweep"]
+    if sw:
+        lines += ["", "series kernel-7 configurations (predicted TFLOP/s, sd over seeds; % of FA2):"]
+        for r in sw:
+            lines.append(f"  {r['gpu_key']:<10} {r['tile']:>7} {'swizzled' if r['swizzled'] else 'unswizzled':<10} "
+                         f"{r['pred_tflops']:7.1f} +- {_f(r['pred_tflops_sd'])}  {r['pred_pct_of_fa2']:6.1f} %"
+                         f"{'  (measured config)' if r['measured_on_this_gpu'] else ''}  {r['sass']}")
+        for r in recs:
+            if r["kind"] == "k7_sweep_missing":
+                lines.append(f"  {r['gpu_key']:<10} not built: {', '.join(r['tiles'])} ({r['why']})")
     sens = [r for r in recs if r["kind"] == "sensitivity"]
     if sens:
-        lines += ["", "sensitivity: kernel 7 % of FA2 with each literature constant at 0.8x / 1.0x / 1.2x"]
+        lines += ["", "sensitivity: series kernels 7 and 9, % of FA2 with each constant at 0.8x / 1.0x / 1.2x"]
         for r in sens:
-            lines.append(f"  {r['gpu_key']:<10} {r['constant']:<16} {r['value']:>7.1f}  {r['k7_pct_x0.8']:6.1f} "
-                         f"{r['k7_pct']:6.1f} {r['k7_pct_x1.2']:6.1f}")
+            lines.append(f"  {r['gpu_key']:<10} {r['constant']:<16} {r['value']:>7.1f}  k7 {r['k7_pct_x0.8']:6.1f} "
+                         f"{r['k7_pct']:6.1f} {r['k7_pct_x1.2']:6.1f}   k9 {r['k9_pct_x0.8']:6.1f} {r['k9_pct']:6.1f} "
+                         f"{r['k9_pct_x1.2']:6.1f}")
     lines += ["", "limitations:"] + [f"- {r['text']}" for r in recs if r["kind"] == "limitation"]
     return "\n".join(lines)
 

@@ -21,6 +21,15 @@ from flashprof.analysis.gap.pipes_model.pipe_table import REPO
 
 LOOP_DIR = REPO / "reports" / "sass" / "loops"
 FA2_DIR = REPO / "reports" / "sass" / "fa2"
+SERIES_DIR = REPO / "reports" / "sass" / "series"
+# The binaries the series measured (reports/sass/series/CHECK.md): all sm_80 code, also on
+# the RTX 3090. Kernels 1-7 one file for both GPUs; 8-16 a per-GPU tile (A100 128x64, RTX
+# 3090 128x32); FA2 the official fork's kernel at the tile run_mha_fwd_hdim128 picks.
+SERIES_TAG = {"a100_80gb": "A100", "rtx3090": "RTX3090"}
+SERIES_FA2 = {"a100_80gb": "fa2_official_sm80", "rtx3090": "fa2_official_sm80_bn32"}
+SERIES_KERNELS = tuple(str(k) for k in range(1, 17))
+# The kernel-7 configurations the series built besides the measured one (64x64 swizzled).
+SERIES_K7_SWEEP = ("7_64_64_swizzling", "7_128_32_swizzling", "7_64_64_no_swizzling")
 # FA2 tile per arch (run_mha_fwd_hdim128, see the header of the fa2 files) and its smem:
 # Q (B_r x 128) + K and V (B_c x 128 each), fp16 (Flash_fwd_kernel_traits::kSmemSize).
 FA2_TILE = {"sm_80": (128, 64, 4), "sm_86": (128, 32, 4), "sm_90": (128, 64, 4)}
@@ -67,6 +76,62 @@ def fa2_loop(arch: str) -> LoopCode:
     br, bc, w = FA2_TILE[arch]
     return LoopCode("ref", arch, tuple(insts[lo:hi + 1]), len(insts), regs, (br + 2 * bc) * 128 * 2,
                     w, br, bc, str(path.relative_to(REPO)))
+
+
+def series_file(gpu_key: str, target: str) -> str:
+    """The stem of the series SASS file measured on ``gpu_key`` for ``target`` (1-16, ref)."""
+    if gpu_key not in SERIES_TAG:
+        raise SassError(f"{gpu_key}: the series measured only {sorted(SERIES_TAG)}")
+    if target == "ref":
+        return SERIES_FA2[gpu_key]
+    k = int(target)
+    if k == 7:
+        return "7_64_64_swizzling_sm_80"
+    return f"{k}_sm_80" if k < 7 else f"{k}_{SERIES_TAG[gpu_key]}_sm_80"
+
+
+def series_loop(target: str, stem: str) -> LoopCode:
+    """KV loop of one file of reports/sass/series (whole function; header gives registers,
+    dynamic shared memory, warps and tile)."""
+    path = SERIES_DIR / f"{stem}.sass"
+    if not path.is_file():
+        raise SassError(f"{path.relative_to(REPO)}: no series SASS (devjobs/series_sass.sh)")
+    text = path.read_text()
+    h = _header(text)
+    insts = next(iter(parse(text).values()))
+    lo, hi = main_loop(insts)
+    body = with_out_of_line(insts, lo, hi)
+    arch = "sm_80" if "sm_80" in stem or "sm80" in stem else "sm_86"
+    return LoopCode(target, arch, tuple(body), len(insts), int(h["registers"]),
+                    int(h["smem_bytes"]), int(h["warps"]), int(h["B_r"]), int(h["B_c"]),
+                    str(path.relative_to(REPO)))
+
+
+def with_out_of_line(insts: list[Inst], lo: int, hi: int, limit: int = 64) -> list[Inst]:
+    """The loop body ``insts[lo:hi+1]`` with each out-of-line block spliced in where the loop
+    branches to it: a predicated ``BRA`` to a target outside the loop whose block (at most
+    ``limit`` instructions) ends in an unconditional ``BRA`` back to the instruction after
+    that branch. FA2's official kernel keeps its next-K ``cp.async`` block there (taken on
+    every iteration but the last), so without it the loop would miss 8 LDGSTS per pass."""
+    index = {i.addr: k for k, i in enumerate(insts)}
+    first, last = insts[lo].addr, insts[hi].addr
+    body = []
+    for k in range(lo, hi + 1):
+        i = insts[k]
+        body.append(i)
+        t = i.branch_target()
+        if not i.predicate or t is None or first <= t <= last or t not in index or k == hi:
+            continue
+        block = []
+        for j in insts[index[t]:index[t] + limit]:
+            if j.base == "BRA" and not j.predicate:
+                if j.branch_target() == insts[k + 1].addr:
+                    body.extend(block)
+                break
+            if j.base in ("EXIT", "RET", "CALL") or j.branch_target() is not None:
+                break
+            block.append(j)
+    return body
 
 
 def kernel_loop(target: str, arch: str, slug: str) -> LoopCode:

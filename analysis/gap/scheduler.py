@@ -21,13 +21,15 @@ issued per cycle, greedy-then-oldest warp choice. A warp's next instruction may 
 Shared memory serves one 128-byte wavefront per SM clock (LDSM.x4 / LDS.128 / STS.128 =
 4 wavefronts, times a bank-conflict factor given per kernel); completion = end of its
 wavefronts + ``smem_latency`` (LDSM on a GPU with a measured ``ldsm_latency``: a
-conflict-free x4 completes ``ldsm_latency`` after its start). LDGSTS completes after ``l2_latency``; LDL/STL after
+conflict-free x4 completes ``ldsm_latency`` after its start). LDGSTS completes after ``l2_latency``, and where the
+GPU has a measured L2 bandwidth (``l2_bytes_per_clk_sm``) its bytes first queue on the SM's
+share of it (one server per SM, bytes / rate cycles each); LDL/STL after
 ``l1_latency``; MUFU after ``mufu_latency``.
 Besides the cycles, every resident warp's state each cycle is counted (issued, the first
 rule that blocks it, or "not selected"), per issued instruction: the model's counterpart
 of Nsight Compute's smsp__average_warps_issue_stalled_<reason>_per_issue_active.
 Not modelled: taken forward branches inside the loop, instruction cache, register-bank
-conflicts, L2/DRAM bandwidth.
+conflicts, DRAM bandwidth, L2 hit rate (every LDGSTS hits).
 """
 from __future__ import annotations
 
@@ -121,7 +123,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     groups: list[list[float]] = [[] for _ in warps]  # LDGDEPBAR group completion times
     open_group = [0.0 for _ in warps]
     busy = [dict(tensor=0.0, fp32a=0.0, fp32b=0.0, alu=0.0, xu=0.0) for _ in range(SUBPARTITIONS)]
-    smem_free, lsu_free = 0.0, 0.0
+    smem_free, lsu_free, l2_free = 0.0, 0.0, 0.0
     smem_starts: list[list[float]] = [[] for _ in range(SUBPARTITIONS)]
     bar_arrived: Counter = Counter()
     bar_release: dict = {}
@@ -175,6 +177,9 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                         smem_starts[sp].append(start)
                         if i.base == "LDGSTS":
                             done = start + wf + m.l2_latency
+                            if m.l2_bytes_per_clk_sm:
+                                l2_free = max(l2_free, t) + 128 * waves[w.pc] / m.l2_bytes_per_clk_sm
+                                done = max(start + wf, l2_free) + m.l2_latency
                         elif i.base == "LDSM" and m.ldsm_latency is not None:
                             # measured issue-to-use of a conflict-free LDSM.x4 (4 wavefronts)
                             done = start + wf - 4 + m.ldsm_latency
