@@ -190,7 +190,10 @@ def test_directory_argument_and_table(capsys):
     body = lines[lines.index(next(line for line in lines if line.split() == header)) + 1:]
     # The cells are each report's own numbers, in the header's order: the duration row
     # against Nsight Compute's gpu__time_duration.sum read straight from the reports.
-    want = {s: raw_metrics(ROOT / "reports" / "h200" / f"{s}.ncu-rep")["gpu__time_duration.sum"] for s in stems}
+    def _raw(stem):
+        name, _, launch = stem.partition("#")
+        return raw_metrics(ROOT / "reports" / "h200" / f"{name}.ncu-rep", int(launch or 0))
+    want = {s: _raw(s)["gpu__time_duration.sum"] for s in stems}
     cells = next(line for line in body if line.split()[0] == "duration_ns").split()[1:]
     assert cells[1::2] == ["ms"] * len(stems)
     assert [float(c) for c in cells[0::2]] == [pytest.approx(want[s] / 1e6, abs=5e-4) for s in stems]

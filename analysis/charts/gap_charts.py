@@ -20,9 +20,9 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from flashprof.analysis.gap.pipes_model.pipe_table import MODEL_PIPES  # noqa: E402
+from flashprof.kernels.gpus import GPUS  # noqa: E402
 
-GPU_COLORS = {"rtx3090": "#2ca02c", "a100_80gb": "#1f77b4", "a100_40gb": "#17becf",
-              "h200_sxm": "#d62728", "h100_sxm": "#ff7f0e"}
+GPU_COLORS = {g.model_key: g.colour for g in GPUS}
 PIPE_COLORS = {"tensor": "#4c72b0", "fma": "#dd8452", "alu": "#937860", "xu": "#8172b3",
                "lsu": "#64b5cd", "smem": "#c44e52", "issue": "#55a868", "dram": "#7f7f7f"}
 

@@ -20,8 +20,9 @@ from flashprof.analysis.gap.controls import main_loop, parse
 from flashprof.analysis.gap.issue_report import SHAPE, kernel_time
 from flashprof.analysis.gap.loops import LoopCode
 from flashprof.analysis.gap.pipes_model.pipe_table import REPO
+from flashprof.kernels.gpus import SHIPPED
 
-AUTOTUNE = REPO / "reports" / "h200" / "autotune.csv"
+AUTOTUNE = REPO / SHIPPED.reports / "autotune.csv"
 OUT = REPO / "reports" / "sass" / "autotune_issue_model.csv"
 
 
@@ -48,7 +49,7 @@ def loop_of(cfg) -> LoopCode:
 def run(n: int) -> pd.DataFrame:
     from flashprof.kernels.config import KernelConfig
 
-    m = machine("h200_sxm")
+    m = machine(SHIPPED.model_key)
     rows = []
     for r in sample(n).to_dict("records"):
         cfg = KernelConfig.from_dict(json.loads(r["config"]))

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from flashprof.analysis.gap.pipes_model.pipe_table import GPUS_FILE, REPO, load_gpus
+from flashprof.kernels.gpus import SHIPPED
 
-CEILINGS = REPO / "reports" / "h200" / "ceilings.json"
+CEILINGS = REPO / SHIPPED.reports / "ceilings.json"
 SUBPARTITIONS = 4  # cuda_pg_cc: 4 warp schedulers per SM
 FLOP_PER_HMMA = 2 * 16 * 8 * 16
 # Constants that are assumptions or simulator settings (not measurements) on the A100 /

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from flashprof.analysis.report.errors import ReportError
 from flashprof.analysis.gap.pipes_model.pipe_table import GPUS_FILE, PUBLISHED_FILE, REPO, default_reports
+from flashprof.kernels.gpus import SHIPPED
 
 DIR = REPO / "reports" / "gap"
 RESULT = "issue_model.json"
@@ -48,7 +49,7 @@ def input_paths() -> list[Path]:
     here = Path(__file__).resolve().parent
     files = [*sorted(sass.glob("loops/*.sass")), *sorted(sass.glob("fa2/*.sass")),
              *sorted(sass.glob("series/*_sm_80.sass")), *sorted(sass.glob("series/fa2_official_sm80*.sass")),
-             GPUS_FILE, PUBLISHED_FILE, REPO / "reports" / "h200" / "ceilings.json",
+             GPUS_FILE, PUBLISHED_FILE, REPO / SHIPPED.reports / "ceilings.json",
              REPO / "kernels" / "config.py", *(here / c for c in _CODE), *default_report_paths()]
     return sorted(dict.fromkeys(Path(p) for p in files))
 

@@ -30,10 +30,13 @@ from flashprof.analysis.gap.loops import (SERIES_K7_SWEEP, SERIES_KERNELS, LoopC
                                          series_file, series_loop)
 from flashprof.analysis.gap.scheduler import pipe, simulate
 from flashprof.analysis.gap.pipes_model.pipe_table import REF, load_published
+from flashprof.kernels.gpus import SHIPPED, by_slug
 
 SHAPE = {"batch": 16, "heads": 16, "seq": 4096}
-GPUS = {"a100_80gb": "sm_80", "rtx3090": "sm_86", "h200_sxm": "sm_90"}
-PUBLISHED_KEY = {"a100_80gb": "a100", "rtx3090": "rtx3090"}
+H200 = SHIPPED.model_key  # the GPU of the measured reports
+PUBLISHED_KEY = {by_slug(s).model_key: s for s in load_published()["gpus"]}  # model key -> published.json key
+GPUS = {**{k: by_slug(s).arch for k, s in PUBLISHED_KEY.items()}, H200: SHIPPED.arch}
+A100 = next(k for k, s in PUBLISHED_KEY.items() if by_slug(s).chip == "ga100")  # the limitation text's GPU
 CONFLICT_LD = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"
 WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
 # Model warp states -> Nsight Compute stall reasons (smsp__average_warps_issue_stalled_
@@ -181,8 +184,9 @@ def predict_series(gpu_key: str, conflicts: dict[str, float], m: Machine | None 
 
 
 def fitted_parameters(m: Machine) -> list[str]:
-    """Machine constants whose gpus.json / ceilings source says they were fitted."""
-    return sorted(k for k, v in m.sources.items() if str(v).lower().startswith("fitted"))
+    """Machine constants that are fitted or untraceable: those whose source says "fitted", and
+    ``Machine.fitted`` (read constants with neither a citation nor a measurement behind them)."""
+    return sorted({k for k, v in m.sources.items() if str(v).lower().startswith("fitted")} | set(m.fitted))
 
 
 def _pct_stats(r: dict, ref: dict) -> tuple[float, float, list[float]]:
@@ -195,7 +199,7 @@ def _pct_stats(r: dict, ref: dict) -> tuple[float, float, list[float]]:
 
 
 def rows(slugs_by_gpu: dict[str, dict[str, str]], conflicts: dict[str, float],
-         h200_measured: dict[str, dict] | None = None, series_gpus=("a100_80gb", "rtx3090")) -> list[dict]:
+         h200_measured: dict[str, dict] | None = None, series_gpus=tuple(PUBLISHED_KEY)) -> list[dict]:
     """JSON rows (kind row) for every GPU x target with a prediction: the series' binaries
     on the A100 / RTX 3090 and flashprof's kernels on every GPU in ``slugs_by_gpu``."""
     pub = load_published()["gpus"]
@@ -227,8 +231,8 @@ def rows(slugs_by_gpu: dict[str, dict[str, str]], conflicts: dict[str, float],
             if key in PUBLISHED_KEY:
                 obs = pub[PUBLISHED_KEY[key]]["pct_of_fa2"][t]["seq_4096"]
                 src = "published (the series' own binary of this step, not this one)"
-            meas = (h200_measured or {}).get((t, SHAPE["seq"])) if key == "h200_sxm" else None
-            ref_meas = (h200_measured or {}).get((REF, SHAPE["seq"])) if key == "h200_sxm" else None
+            meas = (h200_measured or {}).get((t, SHAPE["seq"])) if key == H200 else None
+            ref_meas = (h200_measured or {}).get((REF, SHAPE["seq"])) if key == H200 else None
             if meas and ref_meas and t != REF:
                 # the H200's own % of FA2: FA2's measured SM cycles over this kernel's (ncu reports)
                 obs = 100 * ref_meas["cycles"] / meas["cycles"]
@@ -241,14 +245,14 @@ def rows(slugs_by_gpu: dict[str, dict[str, str]], conflicts: dict[str, float],
 def other_shape_rows(meas: dict, slugs: dict, conflicts: dict) -> list[dict]:
     """H200 rows for the measured launches at other sequence lengths (same model, same
     loop simulation; only trips, waves and the tail change)."""
-    m = machine("h200_sxm")
+    m = machine(H200)
     out = []
     for (t, seq), mm in meas.items():
         if seq == SHAPE["seq"] or t == REF or (t, seq) not in slugs:
             continue
         code = kernel_loop(t, "sm_90", slugs[(t, seq)])
         r = kernel_time(code, m, conflicts.get(t, 1.0), seq=seq)
-        out.append(_row("h200_sxm", t, seq, m, r, math.nan, math.nan, None, mm, binary="flashprof",
+        out.append(_row(H200, t, seq, m, r, math.nan, math.nan, None, mm, binary="flashprof",
                         code=code, sd=math.nan, per_seed=[], conflict=conflicts.get(t, 1.0), ref=None))
     return out
 
@@ -350,7 +354,7 @@ def summaries(recs: list[dict], ref_tflops: dict | None = None) -> list[dict]:
     return out
 
 
-def sensitivity(conflicts: dict, gpus=("a100_80gb", "rtx3090"), names=SENSITIVE, targets=("7", "9")) -> list[dict]:
+def sensitivity(conflicts: dict, gpus=tuple(PUBLISHED_KEY), names=SENSITIVE, targets=("7", "9")) -> list[dict]:
     """Series kernels 7 and 9 (% of FA2) with each assumed / simulator-setting constant at 0.8x and 1.2x."""
     out = []
     for key in gpus:
@@ -372,7 +376,7 @@ def sensitivity(conflicts: dict, gpus=("a100_80gb", "rtx3090"), names=SENSITIVE,
 NOT_BUILT_K7 = ("64x32", "128x64")
 
 
-def k7_sweep(conflicts: dict, gpus=("a100_80gb", "rtx3090")) -> list[dict]:
+def k7_sweep(conflicts: dict, gpus=tuple(PUBLISHED_KEY)) -> list[dict]:
     """The series' kernel-7 configurations that exist as SASS (reports/sass/series), predicted
     TFLOP/s on each GPU; the 64x32 and 128x64 tiles have no listing in the series' repository
     and were not built."""
@@ -411,7 +415,7 @@ def h200_evidence(frame) -> tuple[dict, dict, dict]:
     if frame is None or not len(frame):
         return meas, conflicts, slugs
     lw = launch_work(frame)
-    lw = lw[lw["gpu_key"] == "h200_sxm"]
+    lw = lw[lw["gpu_key"] == H200]
     by_launch = {(key[0], key[2]): m for key, _arch, m in per_launch(frame)}
     for r in lw.to_dict("records"):
         m = by_launch[(r["report"], r["launch"])]
@@ -435,10 +439,10 @@ def report(frame=None, workers: int = 2) -> list[dict]:
 
     meas, conflicts, slugs = h200_evidence(frame)
     ours = {str(k): variant(k).slug for k in range(1, 8)}
-    by_gpu = {"a100_80gb": ours, "rtx3090": ours}
+    by_gpu = {k: ours for k in PUBLISHED_KEY}
     h200 = {t: slug for (t, seq), slug in slugs.items() if seq == SHAPE["seq"]}
     if h200:
-        by_gpu["h200_sxm"] = h200
+        by_gpu[H200] = h200
     pool = ProcessPoolExecutor(workers) if workers > 1 else None
     _POOL = pool
     try:
@@ -458,7 +462,7 @@ def report(frame=None, workers: int = 2) -> list[dict]:
 def limitations(recs: list[dict]) -> list[str]:
     summ = {(r["gpu_key"], r["binary"]): r for r in recs if r["kind"] == "summary"}
     out = []
-    a = summ.get(("a100_80gb", "series"))
+    a = summ.get((A100, "series"))
     if a:
         out.append(
             f"A100, series binaries: MAE {a['mae_pp']:.1f} +- {a['mae_sd_pp']:.1f} pp; the model predicts FA2 at "

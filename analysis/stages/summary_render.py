@@ -85,7 +85,7 @@ def _fmt_cell(key: str, v) -> str:
             return _si(float(n))
         if key.startswith("ai_") and abs(n) >= 1e5:
             return f"{n:.2e}"
-        if abs(n) >= 1e6:  # base-unit recipe quantities (bytes/s, FLOP/s, Hz)
+        if abs(n) >= 1e6 and key not in ("duration_ns", "sm_clock_hz"):  # base-unit recipe quantities (bytes/s, FLOP/s, Hz); those two have units of their own
             return _si(float(n))
     return _fmt(key, v)
 

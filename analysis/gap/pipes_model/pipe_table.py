@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from flashprof.analysis.report.target_key import ANCHORS, KERNEL_IDS
+from flashprof.kernels.gpus import GPUS, SHIPPED
 
 HERE = Path(__file__).resolve().parents[2]  # analysis/
 GPUS_FILE = HERE / "gpus.json"
@@ -21,7 +22,9 @@ FLOP_PER_HMMA = 2 * 16 * 8 * 16  # m16n8k16, the only mma.sync shape kernels 1-7
 SMEM_METRIC = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
 REF = ANCHORS[0]  # FlashAttention-2 (the PyTorch SDPA flash backend)
 TARGETS = (*KERNEL_IDS, REF)
-DEFAULT_GPUS = ("rtx3090", "a100_80gb", "h200_sxm")
+# the GPUs with published numbers and the shipped one, in kernels/gpus.py order
+DEFAULT_GPUS = tuple(g.model_key for g in GPUS
+                     if g is SHIPPED or g.slug in json.loads(PUBLISHED_FILE.read_text())["gpus"])
 SEQ = 4096
 
 # --------------------------------------------------------------------------- opcode -> pipe
