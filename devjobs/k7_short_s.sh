@@ -48,6 +48,7 @@ from flashprof.profiling.bench import l2_flush_buffer, time_fn  # noqa: E402
 from flashprof.profiling.correctness import check  # noqa: E402
 from flashprof.profiling.reference import sdpa  # noqa: E402
 from flashprof.profiling.shared_lib import SharedLibKernel, build_shared_lib  # noqa: E402
+from flashprof.kernels.nvcc import arch_flags  # noqa: E402
 from flashprof.profiling.workload import Shape, make_inputs, seed_shape  # noqa: E402
 
 def say(msg):
@@ -62,6 +63,8 @@ def C(br, bc, w, frags, dbuf=False, pers=False, mb=0):
     return KernelConfig(**COMMON, B_r=br, B_c=bc, n_warps=w, Q_mma_load_K_fragments=q, K_mma_load_K_fragments=k,
                         V_mma_load_K_fragments=v, mma_double_buffer_loads=dbuf, persistent=pers,
                         min_blocks_per_sm=mb)
+def W(br, bc, w, mb=0):  # kernel 7's Hopper form: warpgroup MMAs, 64 query rows per warpgroup (sm_90a)
+    return KernelConfig(**COMMON, B_r=br, B_c=bc, n_warps=w, min_blocks_per_sm=mb, wgmma=True)
 
 # (name, why) -> config. "base" is kernel 7 on the H200 today (kernels/tuned.json).
 CANDIDATES = [
@@ -84,6 +87,13 @@ CANDIDATES = [
     ("w4r32_bc32_dbuf", "same, fragments double-buffered", C(128, 32, 4, "220", True)),
     ("w4r32_bc64",      "128x64 on 4 warps: FA2's tile and warps, 2 CTAs/SM", C(128, 64, 4, "220")),
     ("w4r32_bc64_v2",   "128x64 on 4 warps, V 2 k-steps at a time too", C(128, 64, 4, "222")),
+    # Hopper's warpgroup MMAs (wgmma.mma_async, sm_90a) for both products, same pipeline:
+    ("wg128x128", "wgmma, 128x128, 2 warpgroups, 1 CTA/SM (224 regs)", W(128, 128, 8)),
+    ("wg128x64",  "wgmma, 128x64, 2 warpgroups (164 regs, 1 CTA/SM by regs)", W(128, 64, 8)),
+    ("wg64x128",  "wgmma, 64x128, 1 warpgroup, 2 CTAs/SM (252 regs)", W(64, 128, 4)),
+    ("wg64x64",   "wgmma, 64x64, 1 warpgroup (168 regs: 3 CTAs/SM)", W(64, 64, 4)),
+    ("wg64x64_mb3", "wgmma, 64x64, 1 warpgroup, __launch_bounds__ min 3 CTAs/SM", W(64, 64, 4, 3)),
+    ("wg64x128_mb2", "wgmma, 64x128, 1 warpgroup, min 2 CTAs/SM", W(64, 128, 4, 2)),
 ]
 # K7_ONLY=name,name,... times only those (the lead's follow-up runs); K7_SEQS=512,1024 the S list.
 if os.environ.get("K7_ONLY"):
@@ -154,6 +164,24 @@ with open(OUT / "k7_gate.csv", "w", newline="") as f:
                 ok[dt].add(n)
             else:
                 say(f"GATE FAILED {n} {dt}")
+                try:  # where the errors are: per 16-row slice of a tile and per 8-column group
+                    sh = Shape(1, 256, 1)
+                    q_, k_, v_ = make_inputs(sh, dt, seed=1)
+                    o_ = torch.empty_like(q_)
+                    fns[n](q_, k_, v_, out=o_)
+                    torch.cuda.synchronize()
+                    r_ = torch.softmax((q_.float().transpose(1, 2) @ k_.float().transpose(1, 2).transpose(-1, -2))
+                                       / 128 ** 0.5, -1) @ v_.float().transpose(1, 2)
+                    e_ = (o_.float().transpose(1, 2) - r_).abs()[0, 0]  # [seq, d]
+                    br = cfgs[n].B_r
+                    rows16 = [f"{e_.view(-1, br, 128)[:, i:i + 16].max().item():.2g}" for i in range(0, br, 16)]
+                    cols8 = [f"{e_[:, c:c + 8].max().item():.2g}" for c in range(0, 128, 8)]
+                    say(f"  {n} {dt} 1x256x1: max err {e_.max().item():.3g}, ref |o| {r_.abs().max().item():.3g}")
+                    say(f"  per 16-row slice of the tile: {rows16}")
+                    say(f"  per 8-column group: {cols8}")
+                    say(f"  out[0,:8] {o_[0, 0, 0, :8].float().tolist()} ref {r_[0, 0, 0, :8].tolist()}")
+                except Exception as e:  # noqa: BLE001
+                    say(f"  diagnostics failed: {e!r}")
 say(f"gate passed: fp16 {len(ok['fp16'])}, bf16 {len(ok['bf16'])} of {len(fns)}")
 
 # ---- 5. timing
@@ -257,7 +285,7 @@ nvcc = next((p for p in ("/usr/local/cuda/bin/nvcc",) if os.path.exists(p)), "nv
 with open(san, "w") as log:
     if exe is None:
         log.write("compute-sanitizer not found\n")
-    san_names = [n for n in names if cfgs[n].persistent and n in ok["fp16"]]
+    san_names = [n for n in names if (cfgs[n].persistent or cfgs[n].wgmma) and n in ok["fp16"]]
     if "K7_SANITIZE" in os.environ:  # the lead's follow-up runs: those names only ("" for none)
         san_names = [n for n in os.environ["K7_SANITIZE"].split(",") if n in ok["fp16"]]
     for n in san_names if exe else []:
@@ -266,7 +294,7 @@ with open(san, "w") as log:
             continue
         cfg = cfgs[n]
         drv = lib_dir / f"driver_{n}"
-        b = subprocess.run([nvcc, "-O3", "-std=c++17", "-lineinfo", f"-arch={arch}", *cfg.nvcc_flags(),
+        b = subprocess.run([nvcc, "-O3", "-std=c++17", "-lineinfo", *arch_flags(cfg.target_arch(arch)), *cfg.nvcc_flags(),
                             "kernels/csrc/driver.cu", "kernels/csrc/flash_fwd.cu", "-o", str(drv)],
                            capture_output=True, text=True)
         if b.returncode:

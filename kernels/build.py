@@ -55,6 +55,19 @@ def _ninja_on_path() -> None:
         os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
 
 
+def arch_list_for(cfg: KernelConfig) -> str:
+    """TORCH_CUDA_ARCH_LIST for ``cfg``: the GPU's own arch; "9.0a" for a wgmma config (only a
+    Hopper GPU can run one; elsewhere it is refused here rather than at launch)."""
+    arch = _arch_list()
+    if not cfg.wgmma:
+        return arch
+    archs = {a.strip() for a in arch.replace(";", " ").split()}
+    if archs - {"9.0", "9.0a"}:
+        raise ExtensionBuildError(f"{cfg.slug} uses wgmma, which only Hopper (compute capability 9.0) "
+                                  f"runs; asked to build for {arch}")
+    return "9.0a"
+
+
 def cuda_flags(cfg: KernelConfig) -> list[str]:
     return ["-O3", "-lineinfo", "-Xptxas=-warn-spills", *cfg.nvcc_flags()]
 
@@ -67,7 +80,7 @@ def build(cfg: KernelConfig, verbose: bool = False):
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ExtensionBuildError(f"torch with CUDA is needed to build extensions ({e}); "
                          "install the 'gpu' extra") from None
-    os.environ["TORCH_CUDA_ARCH_LIST"] = _arch_list()
+    os.environ["TORCH_CUDA_ARCH_LIST"] = arch_list_for(cfg)
     _ninja_on_path()
     build_dir = BUILD_ROOT / cfg.slug
     build_dir.mkdir(parents=True, exist_ok=True)
@@ -107,7 +120,7 @@ def build_many(cfgs: list[KernelConfig], jobs: int | None = None, progress=None)
     cfgs = list(dict.fromkeys(cfgs))
     jobs = jobs or max(1, min(len(cfgs), (os.cpu_count() or 2) // 2))
     os.environ.setdefault("MAX_JOBS", "2")
-    os.environ["TORCH_CUDA_ARCH_LIST"] = _arch_list()
+    _arch_list()  # no torch / no GPU: one clear error before any child starts
     times: dict[str, float] = {}
     errors: list[str] = []
     with ProcessPoolExecutor(max_workers=jobs) as pool:

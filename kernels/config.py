@@ -54,6 +54,8 @@ class KernelConfig:
                                           # tile's Q and K_0 during the last KV block; FP_PERSISTENT, "pers"
     min_blocks_per_sm: int = 0            # __launch_bounds__ minimum CTAs/SM (caps registers; 0: unset);
                                           # FP_MIN_BLOCKS, "mb<N>"
+    wgmma: bool = False                   # Hopper warpgroup MMAs (sm_90a only) for both products, one
+                                          # warpgroup per 64 query rows; FP_WGMMA, "wgmma"
 
     def __post_init__(self) -> None:
         self.validate()
@@ -105,6 +107,21 @@ class KernelConfig:
         if self.min_blocks_per_sm and self.min_blocks_per_sm * (self.smem_bytes + 1024) > 228 * 1024:
             bad(f"min_blocks_per_sm={self.min_blocks_per_sm} CTAs of {self.smem_bytes} B shared memory "
                 "do not fit in one SM's 228 KiB")
+        if not isinstance(self.wgmma, bool):
+            bad(f"wgmma must be a bool, got {self.wgmma!r}")
+        if self.wgmma:
+            if self.B_r != 16 * self.n_warps:
+                bad(f"wgmma: B_r={self.B_r} must be 64 rows per warpgroup (16 x n_warps = {16 * self.n_warps})")
+            if self.B_c not in (64, 128):
+                bad("wgmma: B_c must be 64 or 128 (the N of S = Q K^T's m64nNk16)")
+            if not (self.async_copy and self.eager_load_blocks):
+                bad("wgmma: needs async_copy and eager_load_blocks (its one pipeline)")
+            if self.persistent:
+                bad("wgmma: no persistent form")
+            if self.Q_mma_load_K_fragments or self.K_mma_load_K_fragments or self.V_mma_load_K_fragments \
+                    or self.mma_double_buffer_loads:
+                bad("wgmma: operands are read by the instruction from shared memory, so fragment "
+                    "staging (f<QKV>, dbuf) does not apply: leave them 0/False")
         if self.smem_bytes > 227 * 1024:
             bad(f"needs {self.smem_bytes} B of shared memory per block (> 227 KiB)")
 
@@ -120,7 +137,17 @@ class KernelConfig:
 
     @property
     def smem_bytes(self) -> int:
-        return (self.q_buffers * self.B_r + 2 * self.B_c) * self.d_head * 2
+        tiles = (self.q_buffers * self.B_r + 2 * self.B_c) * self.d_head * 2
+        # wgmma's swizzled tiles start on 1024-byte boundaries: room to align the base.
+        return tiles + (1024 if self.wgmma else 0)
+
+    def target_arch(self, arch: str) -> str | None:
+        """The architecture to compile this config for when ``arch`` (sm_XY) is asked, or None
+        when it cannot run there: wgmma configs exist only as sm_90a (Hopper's arch-specific
+        instructions), everything else compiles for ``arch`` itself."""
+        if not self.wgmma:
+            return arch
+        return "sm_90a" if arch in ("sm_90", "sm_90a") else None
 
     def n_tiles(self, batch: int, seq: int, heads: int) -> int:
         """Q tiles of B_r rows over all (batch, head) pairs."""
@@ -166,6 +193,8 @@ class KernelConfig:
             parts.append("pers")
         if self.min_blocks_per_sm:
             parts.append(f"mb{self.min_blocks_per_sm}")
+        if self.wgmma:
+            parts.append("wgmma")
         if self.fault != "none":
             parts.append(f"FAULT-{self.fault}")
         return "_".join(parts)
@@ -199,6 +228,7 @@ class KernelConfig:
             "FP_FAULT": FAULTS.index(self.fault),
             "FP_PERSISTENT": int(self.persistent),
             "FP_MIN_BLOCKS": self.min_blocks_per_sm,
+            "FP_WGMMA": int(self.wgmma),
         }
 
     def nvcc_flags(self) -> list[str]:
@@ -222,7 +252,7 @@ class KernelConfig:
         return cls(**d)
 
 
-_OPTIONAL_FIELDS = ("persistent", "min_blocks_per_sm")
+_OPTIONAL_FIELDS = ("persistent", "min_blocks_per_sm", "wgmma")
 _FIELD_DEFAULTS = {f.name: f.default for f in fields(KernelConfig)}
 
 _ON = dict(d_head=128, B_r=64, B_c=64, n_warps=4, async_copy=True)

@@ -24,6 +24,15 @@ class BuildError(FlashprofError, RuntimeError):
     exit_code = 1
 
 
+def arch_flags(arch: str) -> list[str]:
+    """nvcc flags that target ``arch`` (sm_XY or an arch-specific sm_XYa). ``-arch=sm_90a``
+    alone would also embed generic compute_90 PTX, which cannot hold sm_90a-only
+    instructions (wgmma) and fails in ptxas; an arch-specific target gets only its own code."""
+    if arch[-1] in "af":
+        return [f"-gencode=arch=compute_{arch[3:]},code={arch}"]
+    return [f"-arch={arch}"]
+
+
 def nvcc_path() -> str:
     """The nvcc (with a ptxas beside it) that kernels/toolchain.py finds."""
     return str(find_toolchain("nvcc", "ptxas").path("nvcc"))

@@ -146,8 +146,8 @@ class Machine:
     raises the check's error: it is the first thing looked at once ncu is done, so "no
     GPU" is never reported as an ncu failure. A failed check stops the running ncu."""
 
-    def __init__(self, names: list[str], seq: int, ncu: str, preload: bool):
-        self.names, self.seq, self.ncu, self.preload = names, seq, ncu, preload
+    def __init__(self, names: list[str], seq: int, ncu: str, preload: bool, out_dir: Path | None = None):
+        self.names, self.seq, self.ncu, self.preload, self.out_dir = names, seq, ncu, preload, out_dir
         self._done = threading.Event()
         self._lock = threading.Lock()
         self._procs: list = []
@@ -195,6 +195,26 @@ class Machine:
             import flashprof.analysis.stages.summary  # noqa: F401
         except BaseException as e:  # noqa: BLE001 - reported by the analysis stage
             self.preload_error = e
+            return
+        self._prefetch()
+
+    def _prefetch(self) -> None:
+        """While ncu runs: start one report reader per target (their imports are most of a
+        fresh parse) and load the folder's other reports, so that the analysis after ncu
+        parses only what ncu wrote. Best effort: anything wrong here is met again, and
+        reported, by the analysis itself."""
+        from flashprof.analysis.charts.inputs import make_inputs
+        from flashprof.analysis.report import parse
+
+        try:
+            parse.prestart_workers(len(self.names))
+            folder = Path(self.out_dir) if self.out_dir else ROOT / reports_folder(self._value["gpu"]["slug"])
+            if folder.is_dir():
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    parse.load_frame(make_inputs(folder).paths)
+        except Exception:  # noqa: BLE001
+            pass
 
     def watch(self, proc) -> None:
         """run_ncu's on_start: a failed check stops this ncu too."""
@@ -303,9 +323,9 @@ def profile_all(names: list[str], shape, args, ncu: str, t_start: float | None =
     t_all = t_start if t_start is not None else time.perf_counter()
     analysis = not getattr(args, "no_analysis", True)
     users = any(is_spec(n) for n in names)
-    machine = Machine(names, shape.seq, ncu, preload=analysis).start(background=not users)
-    stream = machine.stream
     out_dir = getattr(args, "out_dir", None)
+    machine = Machine(names, shape.seq, ncu, preload=analysis, out_dir=out_dir).start(background=not users)
+    stream = machine.stream
     paths: list[Path] = []
     stages: dict[str, float] = {"gate": 0.0, "ncu": 0.0}
     for i, name in enumerate(names, 1):

@@ -11,7 +11,7 @@ import ctypes
 from pathlib import Path
 
 from flashprof.kernels.config import KernelConfig
-from flashprof.kernels.nvcc import REPO, BuildError, build_file, link_flags, nvcc_path
+from flashprof.kernels.nvcc import REPO, BuildError, arch_flags, build_file, link_flags, nvcc_path
 
 from flashprof.kernels.cli import FlashprofError
 
@@ -20,12 +20,16 @@ SHARED_FLAGS = ("-shared", "-Xcompiler", "-fPIC", "-O3", "-std=c++17", "-lineinf
 
 def shared_lib_command(cfg: KernelConfig, arch: str, out: Path) -> list[str]:
     nvcc = nvcc_path()
-    return [nvcc, *SHARED_FLAGS, f"-arch={arch}", *cfg.nvcc_flags(), *link_flags(nvcc),
+    return [nvcc, *SHARED_FLAGS, *arch_flags(arch), *cfg.nvcc_flags(), *link_flags(nvcc),
             str(REPO / "kernels/csrc/flash_fwd.cu"), "-o", str(out)]
 
 
 def build_shared_lib(cfg: KernelConfig, arch: str, out_dir: Path) -> Path:
     """nvcc -> a plain .so exposing flashprof_fwd_c (reused when it exists)."""
+    target = cfg.target_arch(arch)
+    if target is None:
+        raise FlashprofError(f"{cfg.slug} cannot run on {arch}: wgmma configs are sm_90a (Hopper) only")
+    arch = target
     out = out_dir / f"{cfg.slug}.so"
     if out.exists():
         return out

@@ -17,7 +17,8 @@
 5. Per shape (--bucket MAX_SEQ): the sweep times S <= MAX_SEQ only (default: the bench's S up
    to it) and the winner becomes that GPU's bucket for S <= MAX_SEQ in --dtype; load(7)
    dispatches those shapes to it and keeps the default entry for the rest. --space extended
-   adds the template options the seed's space lacks: the persistent grid, 2 CTAs/SM.
+   adds the template options the seed's space lacks: the persistent grid, 2 CTAs/SM, and
+   kernel 7's Hopper form (wgmma, sm_90a: pruned with a reason on any other GPU).
 """
 from __future__ import annotations
 
@@ -83,6 +84,15 @@ def extended_space() -> tuple[list[KernelConfig], list[tuple[dict, str]]]:
                 ok.append(KernelConfig.from_dict(fields))
             except ConfigError as e:
                 rejected.append((fields, str(e).split(": ", 1)[-1]))
+    # Kernel 7's Hopper form: one warpgroup per 64 query rows, with or without a minimum of
+    # resident CTAs (fewer registers, more CTAs per SM).
+    for (br, bc, w), mb in itertools.product([(64, 64, 4), (64, 128, 4), (128, 64, 8), (128, 128, 8)], (0, 2, 3)):
+        fields = dict(d_head=128, B_r=br, B_c=bc, n_warps=w, async_copy=True, eager_load_blocks=True,
+                      swizzled=True, optimized_softmax=True, wgmma=True, min_blocks_per_sm=mb)
+        try:
+            ok.append(KernelConfig(**fields))
+        except ConfigError as e:
+            rejected.append((fields, str(e).split(": ", 1)[-1]))
     return list(dict.fromkeys(ok)), rejected
 
 
@@ -115,10 +125,15 @@ def static_prune(cfgs: list[KernelConfig], arch: str, dtype: str = "fp16", progr
     from flashprof.kernels.sass.static import build_many, log_path, pick_function, ptxas_report
 
     t0 = time.perf_counter()
-    built = build_many([(c, arch) for c in cfgs])
-    progress(f"static build of {len(cfgs)} candidates for {arch}: {time.perf_counter() - t0:.1f}s")
+    built = build_many([(c, arch) for c in cfgs if c.target_arch(arch) is not None])
+    progress(f"static build of {len(built)} candidates for {arch}: {time.perf_counter() - t0:.1f}s")
     rows = []
     for c in cfgs:
+        if c.target_arch(arch) is None:  # a wgmma config on a GPU that is not Hopper
+            rows.append({"slug": c.slug, "keep": False, "reason": f"cannot run on {arch}: wgmma is sm_90a only",
+                         "registers": "", "spill_bytes": "", "smem_bytes": c.smem_bytes, "ctas_per_sm": "",
+                         "warps_per_sm": "", "config": json.dumps(c.to_dict(), sort_keys=True)})
+            continue
         stats = ptxas_report(log_path(built[(c, arch)]))
         st = stats[pick_function(stats.keys(), dtype)]
         spill = st.spill_store_bytes + st.spill_load_bytes + st.stack_bytes

@@ -267,5 +267,8 @@ def test_bucket_seqs_and_extended_space():
     ext, _ = tune.extended_space()
     assert set(seed) < set(ext)
     assert any(c.persistent for c in ext) and any(c.min_blocks_per_sm == 2 for c in ext)
-    assert all(c.n_warps == 8 and c.B_c <= 64 for c in ext if c.min_blocks_per_sm)
+    assert all(c.n_warps == 8 and c.B_c <= 64 for c in ext if c.min_blocks_per_sm and not c.wgmma)
+    wg = [c for c in ext if c.wgmma]
+    assert {(c.B_r, c.B_c, c.n_warps) for c in wg} == {(64, 64, 4), (64, 128, 4), (128, 64, 8), (128, 128, 8)}
+    assert all(c.B_r == 16 * c.n_warps and c.target_arch("sm_80") is None for c in wg)
     assert all(c.eager_load_blocks for c in ext if c.persistent)

@@ -45,11 +45,12 @@ def plot_progression(bench: pd.DataFrame, headline: pd.DataFrame, *, gpu: str = 
     ax.set_ylim(0, bench["tflops"].max() * 1.08)
     ax.set_title("throughput", fontsize=9.5, loc="left")
 
-    # ---- % of FA2 per S, scale fitted to the targets between 50 % and 130 %
+    # ---- % of FA2 per S, scale fitted to the targets between 50 % and 160 % (the fastest anchor,
+    # cuDNN on Hopper at ~170 %, is named at the edge instead of flattening the rest)
     has_pct = pct_col in bench.columns
     if has_pct:
         per = {t: bench[bench["target"].astype(str) == t].sort_values("seq") for t in targets}
-        near = [t for t in targets if t != "ref" and 50 <= per[t][pct_col].median() <= 130]
+        near = [t for t in targets if t != "ref" and 50 <= per[t][pct_col].median() <= 160]
         vals = pd.concat([per[t][pct_col] for t in near] + [pd.Series([100.0])])
         lo, hi = math.floor(vals.min() / 5) * 5 - 5, math.ceil(vals.max() / 5) * 5 + 5
         px.set_ylim(lo, hi)

@@ -205,11 +205,17 @@ def _prefetch_sources(path: Path, stem: str, frame: pd.DataFrame, prefix: str) -
         _write(source(path, stem, int(launch), report), Path(f"{prefix}{launch}.pkl"))
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], stdin_text: str | None = None) -> int:
+    if argv == ["job-on-stdin"]:  # a reader started ahead of need (parse.prestart_workers)
+        text = sys.stdin.read()
+        if not text:
+            return 0  # never given a job: its parent is done
+        job = json.loads(text)
+        return main(job["argv"], job["stdin"])
     mode, path, out = argv[0], Path(argv[1]), Path(argv[2])
     try:
         if mode == "long":
-            side = json.loads(sys.stdin.read() or "{}")
+            side = json.loads((sys.stdin.read() if stdin_text is None else stdin_text) or "{}")
             stem = side.pop("__stem__")
             frame = extract(path, stem, side)
             if len(argv) > 3:

@@ -33,6 +33,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import warnings
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -153,6 +154,23 @@ def _source_prefix(target: Path) -> str:
     return str(target)[: -len(".parquet")] + ".src"
 
 
+# Frames this process has loaded, by report (path, size, mtime and its sidecar's): a second
+# load_frame of an unchanged report (flashprof profile reads the folder while ncu runs, then
+# again with the new report) costs a copy, not a parquet read.
+_MEMO: dict[tuple, pd.DataFrame] = {}
+_MEMO_LOCK = threading.Lock()
+
+
+def _memo_key(path: Path) -> tuple | None:
+    try:
+        st = path.stat()
+        side = sidecar_path(path)
+        ss = side.stat() if side.is_file() else None
+    except OSError:
+        return None
+    return (os.path.realpath(path), st.st_size, st.st_mtime_ns, ss and (ss.st_size, ss.st_mtime_ns))
+
+
 def _read_cached(target: Path) -> pd.DataFrame | None:
     if not target.is_file():
         return None
@@ -188,23 +206,58 @@ def _signal_name(rc: int) -> str:
         return f"signal {-rc}"
 
 
+_WORKER_CODE = "import sys; from flashprof.analysis.report.ncu_extract import main; sys.exit(main(sys.argv[1:]))"
+_WARM: list[subprocess.Popen] = []
+_WARM_LOCK = threading.Lock()
+
+
+def prestart_workers(n: int) -> None:
+    """Start ``n`` report readers ahead of need: a reader spends most of its start-up
+    importing pandas and ncu_report, which can happen while Nsight Compute still runs
+    (``flashprof profile``). Each waits for its job on stdin; one never used reads end of
+    file when this process exits, and exits too."""
+    for _ in range(n):
+        try:
+            proc = subprocess.Popen([sys.executable, "-c", _WORKER_CODE, "job-on-stdin"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_worker_env())
+        except OSError:
+            return  # the reader then starts when needed, as usual
+        with _WARM_LOCK:
+            _WARM.append(proc)
+
+
+def _take_warm() -> subprocess.Popen | None:
+    with _WARM_LOCK:
+        while _WARM:
+            proc = _WARM.pop(0)
+            if proc.poll() is None:
+                return proc
+    return None
+
+
 def _run_worker(args: list[str], path: Path, stdin: str = "") -> None:
-    """Run one worker; raise ReportError (one line) for anything but success."""
-    cmd = [sys.executable, "-c", "import sys; from flashprof.analysis.report.ncu_extract import main; sys.exit(main(sys.argv[1:]))",
-           *args]
+    """Run one worker (a started one if ``prestart_workers`` left any); raise ReportError
+    (one line) for anything but success."""
+    warm = _take_warm()
     try:
-        r = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=_worker_env())
+        if warm is not None:
+            _, err = warm.communicate(json.dumps({"argv": args, "stdin": stdin}))
+            rc = warm.returncode
+        else:
+            r = subprocess.run([sys.executable, "-c", _WORKER_CODE, *args], input=stdin, capture_output=True, text=True,
+                               env=_worker_env())
+            rc, err = r.returncode, r.stderr
     except OSError as exc:
         raise ReportError(f"{path}: could not start the report reader: {exc}") from None
-    if r.returncode == 0:
+    if rc == 0:
         return
-    last = (r.stderr.strip().splitlines() or [""])[-1].strip()
-    if r.returncode < 0:
-        raise ReportError(f"{path}: ncu_report crashed while reading it ({_signal_name(r.returncode)}); "
+    last = (err.strip().splitlines() or [""])[-1].strip()
+    if rc < 0:
+        raise ReportError(f"{path}: ncu_report crashed while reading it ({_signal_name(rc)}); "
                           f"the report is kept; fix: {_FIX}")
-    if r.returncode == EXIT_REPORT_ERROR:
+    if rc == EXIT_REPORT_ERROR:
         raise ReportError(last or f"{path}: cannot be read by ncu_report")
-    raise ReportError(f"{path}: the report reader failed (exit {r.returncode}): {last}")
+    raise ReportError(f"{path}: the report reader failed (exit {rc}): {last}")
 
 
 def _extract_many(jobs: list[tuple[Path, dict, Path]]) -> list[ReportError | None]:
@@ -230,9 +283,15 @@ def _load_many(plist: list[Path], cache: bool) -> list[pd.DataFrame]:
         _check_file(p)
     use_cache = cache and _have_pyarrow()
     frames: list[pd.DataFrame | None] = [None] * len(plist)
+    keys = [_memo_key(p) if cache else None for p in plist]
     jobs, slots = [], []
     with tempfile.TemporaryDirectory(prefix="flashprof-") as tmp:
         for i, p in enumerate(plist):
+            with _MEMO_LOCK:
+                hit = _MEMO.get(keys[i]) if keys[i] is not None else None
+            if hit is not None:
+                frames[i] = hit.copy()
+                continue
             ident = {"__stem__": _stem(p), **_identity_from_sidecar(_read_sidecar(p))}
             target = cache_file(p) if use_cache else None
             if target is not None:
@@ -251,6 +310,10 @@ def _load_many(plist: list[Path], cache: bool) -> list[pd.DataFrame]:
         for i, (_p, _ident, out) in zip(slots, jobs):
             frame = pd.read_parquet(out) if out.suffix == ".parquet" else pd.read_pickle(out)
             frames[i] = normalise_dtypes(frame)
+    with _MEMO_LOCK:
+        for f, k in zip(frames, keys):
+            if k is not None and k not in _MEMO:
+                _MEMO[k] = f.copy()
     for f, p in zip(frames, plist):
         f["path"] = str(p)  # the cache may have been written via another spelling
     return frames  # type: ignore[return-value]

@@ -16,6 +16,10 @@
 #ifndef FP_MIN_BLOCKS
 #define FP_MIN_BLOCKS 0
 #endif
+// Kernel 7's Hopper form: warpgroup MMAs (sm_90a), flash_fwd_wgmma.cuh.
+#ifndef FP_WGMMA
+#define FP_WGMMA 0
+#endif
 #if FP_MIN_BLOCKS > 0
 #define FP_LAUNCH_BOUNDS(threads) __launch_bounds__(threads, FP_MIN_BLOCKS)
 #else
@@ -40,6 +44,7 @@ struct Config {
     static constexpr int fault = FP_FAULT;  // 0 none, 1 skip_rescale, 2 drop_last_block
     static constexpr bool persistent = FP_PERSISTENT != 0;  // one CTA loops over many Q tiles
     static constexpr int min_blocks = FP_MIN_BLOCKS;
+    static constexpr bool wgmma = FP_WGMMA != 0;  // warpgroup MMAs, 64 query rows per warpgroup
 
     static constexpr int threads = 32 * n_warps;
     static constexpr int rows_per_warp = B_r / n_warps;
@@ -51,7 +56,8 @@ struct Config {
     static constexpr int o_ntiles = d_head / 8;              // n8 tiles of O
     // A persistent CTA keeps two Q tiles: the next tile's Q is loaded while this one computes.
     static constexpr int q_buffers = persistent ? 2 : 1;
-    static constexpr int smem_bytes = (q_buffers * B_r + 2 * B_c) * d_head * 2;
+    // wgmma's swizzled tiles start on 1024-byte boundaries: room to align the base.
+    static constexpr int smem_bytes = (q_buffers * B_r + 2 * B_c) * d_head * 2 + (wgmma ? 1024 : 0);
 
     static_assert(d_head == 128, "only d_head = 128 is implemented");
     static_assert(B_r % (16 * n_warps) == 0, "each warp owns whole 16-row tiles");
@@ -61,6 +67,8 @@ struct Config {
     static_assert(V_frags == 0 || pv_steps % V_frags == 0, "V frags must divide B_c/16");
     static_assert(!eager || async_copy, "eager loads need cp.async");
     static_assert(!persistent || eager, "the persistent kernel prefetches through the eager K/V path");
+    static_assert(!wgmma || (B_r == 16 * n_warps && (B_c == 64 || B_c == 128) && eager && !persistent),
+                  "wgmma: one m64 tile per warpgroup, B_c 64 or 128, eager, not persistent");
     static_assert(min_blocks >= 0 && min_blocks <= 4, "min blocks per SM: 0 (unset) to 4");
 };
 

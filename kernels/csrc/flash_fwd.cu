@@ -5,6 +5,9 @@
 #include "config.cuh"
 #include "flash_fwd.cuh"
 #include "flash_fwd.h"
+#if FP_WGMMA
+#include "flash_fwd_wgmma.cuh"
+#endif
 
 namespace flashprof {
 
@@ -43,7 +46,11 @@ static cudaError_t launch(const void* q, const void* k, const void* v, void* o, 
                                                        heads, n_tiles, scale);
         return cudaGetLastError();
     } else {
+#if FP_WGMMA
+        auto kernel = flash_fwd_wgmma_kernel<Config, T>;
+#else
         auto kernel = flash_fwd_kernel<Config, T>;
+#endif
         if constexpr (smem > 48 * 1024) {
             // Above 48 KiB a kernel must opt in to its dynamic shared memory.
             const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);

@@ -68,6 +68,7 @@ pybind11::dict config() {
     d["fault"] = Config::fault;
     d["persistent"] = Config::persistent;
     d["min_blocks_per_sm"] = Config::min_blocks;
+    d["wgmma"] = Config::wgmma;
     return d;
 }
 

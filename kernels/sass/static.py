@@ -32,7 +32,7 @@ from typing import Iterable, Sequence
 
 from flashprof.kernels.common import write_atomic
 from flashprof.kernels.config import KERNEL_IDS, ConfigError, KernelConfig, load_tuned, tuned_configs, variant
-from flashprof.kernels.nvcc import BuildError, build_file, nvcc_path
+from flashprof.kernels.nvcc import BuildError, arch_flags, build_file, nvcc_path
 from flashprof.kernels.sass.text import (DTYPES, FunctionStats, Insn, branch_target, find_main_loop, loop_opcode_counts, parse_insns, parse_sass, pick_function, ptxas_report, _RE_FUNC, _RE_INSN)  # noqa: F401 (public names)
 from flashprof.kernels.toolchain import find_toolchain
 
@@ -69,7 +69,7 @@ def _sources() -> list[Path]:
 
 
 def nvcc_command(cfg: KernelConfig, arch: str, out: Path) -> list[str]:
-    return [nvcc_path(), *NVCC_FLAGS, f"-arch={arch}", *cfg.nvcc_flags(),
+    return [nvcc_path(), *NVCC_FLAGS, *arch_flags(arch), *cfg.nvcc_flags(),
             f"-I{CSRC}", "-o", str(out), str(ENTRY)]
 
 
@@ -104,8 +104,13 @@ def _outputs(cubin: Path) -> tuple[Path, ...]:
 
 
 def compile_cubin(cfg: KernelConfig, arch: str = "sm_90", *, force: bool = False) -> Path:
-    """Compile (or reuse) the cubin of ``cfg`` for ``arch``; the ptxas log lies beside it."""
+    """Compile (or reuse) the cubin of ``cfg`` for ``arch``; the ptxas log lies beside it.
+    A wgmma config asked for sm_90 compiles for sm_90a (``KernelConfig.target_arch``)."""
     check_arch(arch)
+    target = cfg.target_arch(arch)
+    if target is None:
+        raise ConfigError(f"{cfg.slug} cannot be built for {arch}: wgmma configs are sm_90a (Hopper) only")
+    arch = target
     out = cubin_path(cfg, arch)
     if out.exists() and log_path(out).exists() and not force:
         return out
@@ -189,7 +194,7 @@ def loop_info(cubin: Path, dtype: str = "fp16") -> dict:
     fn = pick_function(per_fn, dtype)
     info = per_fn[fn]
     if info is None:
-        raise BuildError(f"{cubin.name}: no backward branch encloses an HMMA in {fn}")
+        raise BuildError(f"{cubin.name}: no backward branch encloses an HMMA or HGMMA in {fn}")
     return info
 
 
@@ -247,17 +252,35 @@ def collect(kernels: Sequence[int] = KERNEL_IDS, archs: Sequence[str] = ARCHS,
             for k in kernels for a in archs for d in dtypes]
 
 
+def _profiled_kernel7() -> list[tuple[str, KernelConfig]]:
+    """(GPU folder, config) of each kernel-7 report shipped in reports/<gpu>/ (its sidecar's
+    config): the analysis reads those configs' loop counts, also after tuned.json moved on."""
+    out = []
+    for side in sorted(REPO.glob("reports/*/kernel7.json")):
+        try:
+            cfg = json.loads(side.read_text()).get("config")
+            if cfg:
+                out.append((side.parent.name, KernelConfig.from_dict(cfg)))
+        except (OSError, ValueError, TypeError):
+            continue  # an unreadable sidecar: the analysis says so when it reads the report
+    return out
+
+
 def collect_tuned(archs: Sequence[str] = ARCHS, dtypes: Sequence[str] = DTYPES) -> list[dict]:
-    """Static reports of every tuned kernel-7 config of kernels/tuned.json (the configs the
-    GPU reports of kernel 7 actually ran: each GPU's default and its per-S buckets' configs,
-    each once), each with ``tuned_gpu`` set to its GPU slug."""
-    tuned = list(dict.fromkeys((gpu, cfg) for gpu, _, cfg in tuned_configs()))
+    """Static reports of every tuned kernel-7 config of kernels/tuned.json (each GPU's default
+    and its per-S buckets' configs) and of each shipped kernel-7 report's config (what the
+    GPU reports of kernel 7 actually ran), each once, with ``tuned_gpu`` set to its GPU slug."""
+    tuned = list(dict.fromkeys([*((gpu, cfg) for gpu, _, cfg in tuned_configs()), *_profiled_kernel7()]))
     if not tuned:
         return []
     find_toolchain("nvcc", "ptxas", "cuobjdump")
-    cubins = build_many((cfg, a) for _, cfg in tuned for a in archs)
-    return [{**_report_from(7, cfg, a, d, cubins[(cfg, a)]), "tuned_gpu": gpu}
-            for gpu, cfg in tuned for a in archs for d in dtypes]
+    # A config compiles for the arch it can run on (wgmma: sm_90a, asked as sm_90) and is left
+    # out where it cannot run at all (wgmma on sm_80/sm_86).
+    jobs = [(gpu, cfg, a, cfg.target_arch(a)) for gpu, cfg in tuned for a in archs]
+    jobs = [j for j in jobs if j[3] is not None]
+    cubins = build_many((cfg, a) for _, cfg, a, _ in jobs)
+    return [{**_report_from(7, cfg, target, d, cubins[(cfg, a)]), "tuned_gpu": gpu}
+            for gpu, cfg, a, target in jobs for d in dtypes]
 
 
 OPCODE_COLUMNS = ("kernel", "arch", "dtype", "opcode", "count")

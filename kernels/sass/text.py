@@ -118,14 +118,19 @@ def branch_target(insn: Insn) -> int | None:
     return int(hits[-1], 16) if hits else None
 
 
-def find_main_loop(insns: Sequence[Insn], marker: str = "HMMA") -> tuple[int, int] | None:
+#: Tensor-core MMA opcodes that mark the KV loop: mma.sync (HMMA) and Hopper's wgmma (HGMMA).
+MMA_OPCODES = ("HMMA", "HGMMA")
+
+
+def find_main_loop(insns: Sequence[Insn], marker: str | tuple[str, ...] = MMA_OPCODES) -> tuple[int, int] | None:
     """(first, last) address of the main loop: the backward branch whose range
     [target, branch] holds the most ``marker`` instructions (the KV-block loop holds the
-    mma.sync work). Ties go to the wider range, i.e. an outer loop over an inner one that
+    tensor-core work: HMMA for mma.sync, HGMMA for wgmma). Ties go to the wider range, i.e. an outer loop over an inner one that
     holds the same HMMA. None if no backward branch encloses a marker instruction. A branch
     to itself (the ``BRA`` trap after EXIT) is not a loop."""
     addrs = [i.addr for i in insns]
-    marks = [i.addr for i in insns if i.opcode == marker]
+    markers = (marker,) if isinstance(marker, str) else marker
+    marks = [i.addr for i in insns if i.opcode in markers]
     best: tuple[int, int, int] | None = None  # (markers, width, -first) -> largest wins
     span = None
     for i in insns:
@@ -139,7 +144,8 @@ def find_main_loop(insns: Sequence[Insn], marker: str = "HMMA") -> tuple[int, in
     return span
 
 
-def loop_opcode_counts(insns: Sequence[Insn], marker: str = "HMMA") -> tuple[Counter, tuple[int, int] | None]:
+def loop_opcode_counts(insns: Sequence[Insn], marker: str | tuple[str, ...] = MMA_OPCODES
+                       ) -> tuple[Counter, tuple[int, int] | None]:
     """(opcode histogram of the main loop body, its address range); empty without a loop."""
     span = find_main_loop(insns, marker)
     if span is None:

@@ -1,0 +1,123 @@
+// Hopper warpgroup MMA (wgmma, sm_90a) for kernel 7's wgmma configurations: the shared
+// memory layout wgmma reads, its matrix descriptors, and the two products of one KV block.
+//
+// Layout ("panels"): a tile of Rows x d_head 16-bit elements is stored as d_head/64
+// panels of Rows x 64 elements (128-byte rows), panel p holding columns 64p..64p+63. In a
+// panel, 16-byte chunk c of row r sits at chunk c XOR (r mod 8): the hardware's 128-byte
+// swizzle (address bits 4-6 XOR bits 7-9) when the panel starts on a 1024-byte boundary.
+// Every 8 rows form one 1024-byte swizzle atom (PTX ISA, "Shared Memory Matrix Layout",
+// 128B swizzling; CUTLASS cute/atom/mma_traits_sm90_gmma.hpp, make_gmma_desc).
+//
+// Descriptors (PTX ISA, "Matrix Descriptor Format"): bits 0-13 start address >> 4,
+// 16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4, 62-63 swizzle (1 = 128B).
+//   K-major (Q and K in S = Q K^T): 8-row groups 1024 B apart (stride offset); the leading
+//     offset is unused; k-step ks of 16 columns starts 32 B further into its panel.
+//   N-major (V in O += P V, transposed by the instruction): k-step kk of 16 keys starts
+//     at key row 16 kk; key rows 8..15 of it are the next atom (stride offset 1024 B); the
+//     second 64 columns of d are the next panel (leading offset = panel size).
+#pragma once
+#include <cstdint>
+#include "copies.cuh"
+#include "wgmma_ops.cuh"
+
+namespace flashprof {
+
+constexpr int kPanelCols = 64;    // 16-bit elements per 128-byte panel row
+constexpr int kAtomBytes = 1024;  // 8 rows x 128 B
+
+// Element offset of 16-byte chunk `chunk` (0 .. d_head/8 - 1) of row `row` in a panel tile.
+template <int Rows>
+__device__ __forceinline__ int panel_offset(int row, int chunk) {
+    return (chunk >> 3) * Rows * kPanelCols + row * kPanelCols + (((chunk & 7) ^ (row & 7)) << 3);
+}
+
+// Copy a [Rows x d_head] tile into the panel layout (cp.async, one group), coalesced:
+// consecutive threads take consecutive 16-byte chunks of a row.
+template <class Cfg, int Rows, typename T>
+__device__ __forceinline__ void issue_panel_tile(T* smem, const T* gmem, int row_stride, int tid) {
+    constexpr int chunks_per_row = Cfg::d_head / 8;
+    constexpr int total = Rows * chunks_per_row;
+    static_assert(total % Cfg::threads == 0, "tile chunks must split evenly over the block");
+#pragma unroll
+    for (int i = 0; i < total / Cfg::threads; ++i) {
+        const int id = tid + i * Cfg::threads;
+        const int row = id / chunks_per_row;
+        const int chunk = id % chunks_per_row;
+        cp_async_16(smem + panel_offset<Rows>(row, chunk), gmem + static_cast<int64_t>(row) * row_stride + chunk * 8);
+    }
+    cp_async_commit();
+}
+
+__device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t leading_bytes, uint32_t stride_bytes) {
+    return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>((leading_bytes >> 4) & 0x3FFF) << 16) |
+           (static_cast<uint64_t>((stride_bytes >> 4) & 0x3FFF) << 32) | (1ull << 62);
+}
+
+// Shared-memory writes made by ordinary (generic-proxy) stores and cp.async become visible
+// to wgmma's operand reads (async proxy) only after this fence (then a barrier for others').
+__device__ __forceinline__ void fence_proxy_async() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void wgmma_fence() {
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void wgmma_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+template <int Pending>
+__device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
+}
+
+// The compiler must not move reads or writes of accumulator registers across the
+// asynchronous MMAs that own them: an empty asm that "uses and redefines" each register.
+template <int N>
+__device__ __forceinline__ void fence_registers(float (&r)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+// S = Q K^T for this warpgroup's 64 query rows (q_row0 = its first row in the Q tile).
+template <class Cfg, typename T>
+__device__ __forceinline__ void wg_gemm_qk(float (&S)[Cfg::B_c / 2], const T* sQ, const T* sK, int q_row0) {
+    const uint32_t q = smem_u32(sQ) + q_row0 * kPanelCols * 2;
+    const uint32_t k = smem_u32(sK);
+    constexpr uint32_t q_panel = Cfg::B_r * kPanelCols * 2;
+    constexpr uint32_t k_panel = Cfg::B_c * kPanelCols * 2;
+    fence_registers(S);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < Cfg::d_head / 16; ++ks) {
+        const uint32_t off = (ks % 4) * 32u;  // 16 columns = 32 B into the panel
+        const uint64_t da = smem_desc(q + (ks / 4) * q_panel + off, 16, kAtomBytes);
+        const uint64_t db = smem_desc(k + (ks / 4) * k_panel + off, 16, kAtomBytes);
+        Wgmma<T, Cfg::B_c>::ss(S, da, db, ks > 0);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_registers(S);
+}
+
+// O += P V for this warpgroup; P (the rounded S) in registers, V N-major in its panels.
+template <class Cfg, typename T>
+__device__ __forceinline__ void wg_gemm_pv(float (&O)[Cfg::d_head / 2], const uint32_t (&P)[Cfg::B_c / 16][4],
+                                           const T* sV) {
+    static_assert(Cfg::d_head == 128, "O += P V is one m64n128 product per k-step");
+    const uint32_t v = smem_u32(sV);
+    constexpr uint32_t v_panel = Cfg::B_c * kPanelCols * 2;
+    fence_registers(O);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Cfg::B_c / 16; ++kk) {
+        const uint64_t db = smem_desc(v + kk * 16 * kPanelCols * 2, v_panel, kAtomBytes);
+        Wgmma<T, Cfg::d_head>::rs_bt(O, P[kk], db, 1);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_registers(O);
+}
+
+}  // namespace flashprof

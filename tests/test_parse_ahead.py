@@ -1,0 +1,90 @@
+"""Work done ahead of need, for `flashprof profile`: report readers started while ncu runs
+(parse.prestart_workers) and the in-process memo of loaded frames. Both must give exactly
+the frame a cold load gives, and neither may hide a changed report."""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import pandas as pd
+import pytest
+
+from flashprof.analysis.report import parse
+from conftest import GEMM
+
+pytestmark = pytest.mark.filterwarnings("ignore::flashprof.analysis.report.errors.FlashprofWarning")
+
+
+@pytest.fixture
+def fresh(tmp_path, monkeypatch):
+    """An empty parse cache, an empty memo, no started readers."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(parse, "_MEMO", {})
+    monkeypatch.setattr(parse, "_WARM", [])
+    return tmp_path
+
+
+def _cold(path) -> pd.DataFrame:
+    return parse.load_frame([path], cache=False)
+
+
+def test_a_started_reader_gives_the_cold_frame(fresh):
+    rep = fresh / "gemm.ncu-rep"
+    shutil.copy(GEMM, rep)
+    parse.prestart_workers(1)
+    proc = parse._WARM[0]
+    got = parse.load_frame([rep])
+    assert proc.returncode == 0 and not parse._WARM  # it was the one used, and it finished
+    pd.testing.assert_frame_equal(got, _cold(rep))
+
+
+def test_an_unused_reader_exits_when_its_parent_closes_it(fresh):
+    parse.prestart_workers(1)
+    proc = parse._WARM.pop()
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0
+
+
+def test_a_bad_report_through_a_started_reader_is_one_line(fresh):
+    bad = fresh / "empty.ncu-rep"
+    bad.write_bytes(b"")
+    parse.prestart_workers(1)
+    with pytest.raises(parse.ReportError) as e:
+        parse.load_frame([bad])
+    assert "empty.ncu-rep" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_memo_serves_an_unchanged_report_without_a_reader(fresh, monkeypatch):
+    rep = fresh / "gemm.ncu-rep"
+    shutil.copy(GEMM, rep)
+    first = parse.load_frame([rep])
+    calls = []
+    monkeypatch.setattr(parse, "_run_worker", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(parse, "_read_cached", lambda *a, **k: calls.append(a))
+    again = parse.load_frame([rep])
+    assert not calls
+    pd.testing.assert_frame_equal(again, first)
+    again.loc[:, "value"] = -1.0  # a copy: the caller's edits never reach the memo
+    pd.testing.assert_frame_equal(parse.load_frame([rep]), first)
+
+
+def test_memo_misses_a_changed_report(fresh, monkeypatch):
+    rep = fresh / "gemm.ncu-rep"
+    shutil.copy(GEMM, rep)
+    parse.load_frame([rep])
+    # the same bytes under a new mtime: no longer the memo's entry (the parquet cache,
+    # keyed by content, still serves it); a reader is not needed
+    st = rep.stat()
+    os.utime(rep, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    seen = []
+    real = parse._read_cached
+    monkeypatch.setattr(parse, "_read_cached", lambda t: seen.append(t) or real(t))
+    parse.load_frame([rep])
+    assert seen, "a report with a new mtime must not come from the memo"
+    # and the sidecar is part of the key: a corrected sidecar is re-read
+    seen.clear()
+    side = parse.sidecar_path(rep)
+    side.write_text('{"kernel": "gemm"}')
+    parse.load_frame([rep])
+    assert seen

@@ -1,0 +1,120 @@
+"""Kernel 7's Hopper form (``KernelConfig.wgmma``): its rules, its arch, and its static build.
+
+The SASS checks compile the real kernel for sm_90a with the CUDA wheels (no GPU needed) and
+count, from the disassembly, the warpgroup MMAs of the KV loop against what the config asks
+for: d_head/16 k-steps of S = Q K^T and B_c/16 of O += P V per KV block, with no mma.sync or
+ldmatrix left in the loop. Running it (the gate, the sanitizers, the timings) is on the GPU:
+tests/test_gpu_kernels.py and devjobs/k7_short_s.sh.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from flashprof.kernels.config import ConfigError, KernelConfig
+from flashprof.kernels.sass import static as sass
+from flashprof.kernels.toolchain import ToolchainError, find_toolchain
+
+COMMON = dict(d_head=128, async_copy=True, eager_load_blocks=True, swizzled=True, optimized_softmax=True)
+
+
+def W(br=128, bc=128, w=8, **kw) -> KernelConfig:
+    return KernelConfig(**COMMON, B_r=br, B_c=bc, n_warps=w, wgmma=True, **kw)
+
+
+# ------------------------------------------------------------------ rules
+@pytest.mark.parametrize("br,bc,w", [(128, 128, 8), (128, 64, 8), (64, 128, 4), (64, 64, 4)])
+def test_valid_shapes(br, bc, w):
+    cfg = W(br, bc, w)
+    assert cfg.slug.endswith("_wgmma")
+    # 64 query rows per warpgroup, one 1024-byte alignment slack on top of the tiles
+    assert cfg.B_r == 64 * (cfg.n_warps // 4)
+    assert cfg.smem_bytes == (br + 2 * bc) * 128 * 2 + 1024
+
+
+@pytest.mark.parametrize("kw,words", [
+    (dict(br=64, w=8), "multiple of 16\\*n_warps"),
+    (dict(br=256, w=8), "64 rows per warpgroup"),
+    (dict(bc=32), "B_c must be 64 or 128"),
+    (dict(K_mma_load_K_fragments=2), "fragment staging"),
+    (dict(mma_double_buffer_loads=True), "fragment staging"),
+    (dict(persistent=True), "no persistent form"),
+])
+def test_invalid(kw, words):
+    with pytest.raises(ConfigError, match=words):
+        W(**kw)
+
+
+def test_needs_the_eager_async_pipeline():
+    with pytest.raises(ConfigError, match="eager"):
+        KernelConfig(d_head=128, B_r=128, B_c=128, n_warps=8, swizzled=True, wgmma=True)
+
+
+def test_wgmma_must_be_bool():
+    with pytest.raises(ConfigError, match="wgmma must be a bool"):
+        KernelConfig(**COMMON, B_r=128, B_c=128, n_warps=8, wgmma=1)
+
+
+def test_dict_round_trip_and_old_configs():
+    cfg = W()
+    d = cfg.to_dict()
+    assert d["wgmma"] is True and KernelConfig.from_dict(d) == cfg
+    # configs written before the field existed read as the mma.sync kernel, and write alike
+    plain = KernelConfig(**COMMON, B_r=128, B_c=128, n_warps=8)
+    assert "wgmma" not in plain.to_dict() and not plain.wgmma
+    assert plain.defines()["FP_WGMMA"] == 0 and cfg.defines()["FP_WGMMA"] == 1
+
+
+def test_target_arch():
+    assert W().target_arch("sm_90") == "sm_90a"
+    assert W().target_arch("sm_90a") == "sm_90a"
+    for arch in ("sm_80", "sm_86", "sm_89", "sm_100"):
+        assert W().target_arch(arch) is None
+    plain = KernelConfig(**COMMON, B_r=128, B_c=128, n_warps=8)
+    assert plain.target_arch("sm_80") == "sm_80" and plain.target_arch("sm_90") == "sm_90"
+
+
+def test_shared_lib_refuses_a_gpu_it_cannot_run_on(tmp_path):
+    from flashprof.kernels.cli import FlashprofError
+    from flashprof.profiling.shared_lib import build_shared_lib
+
+    with pytest.raises(FlashprofError, match="sm_90a"):
+        build_shared_lib(W(), "sm_86", tmp_path)
+    assert not list(tmp_path.iterdir())
+
+
+def test_static_build_refuses_ampere():
+    with pytest.raises(ConfigError, match="sm_90a"):
+        sass.compile_cubin(W(), "sm_80")
+
+
+# ------------------------------------------------------------- static build
+@pytest.fixture(scope="module")
+def toolchain():
+    try:
+        return find_toolchain("nvcc", "ptxas", "cuobjdump")
+    except ToolchainError as e:
+        if os.environ.get("CI"):
+            pytest.fail(f"CUDA toolchain missing in CI: {e}", pytrace=False)
+        pytest.skip(str(e))
+
+
+@pytest.mark.parametrize("br,bc,w", [(128, 128, 8), (64, 64, 4)])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_sass_of_the_kv_loop(toolchain, br, bc, w, dtype):
+    cfg = W(br, bc, w)
+    cubin = sass.compile_cubin(cfg, "sm_90")
+    assert "/sm_90a/" in str(cubin)
+    loop = sass.loop_info(cubin, dtype)["opcodes"]
+    # per KV block: d_head/16 k-steps of S = Q K^T, B_c/16 of O += P V, each one m64nNk16
+    assert loop["HGMMA"] == 128 // 16 + bc // 16, loop
+    assert "HMMA" not in loop and "LDSM" not in loop, loop
+    # the shapes and types, from the full listing of this function
+    text = sass.dump_sass(cubin)
+    ty = " " if dtype == "fp16" else ".BF16 "  # cuobjdump writes fp16 inputs without a suffix
+    assert f"HGMMA.64x{bc}x16.F32{ty}" in text and f"HGMMA.64x128x16.F32{ty}" in text
+    stats = sass.ptxas_report(sass.log_path(cubin))
+    st = stats[sass.pick_function(stats, dtype)]
+    assert st.spill_store_bytes == st.spill_load_bytes == st.stack_bytes == 0
+    assert "flash_fwd_wgmma_kernel" in sass.pick_function(stats, dtype)
