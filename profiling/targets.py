@@ -15,6 +15,9 @@ from flashprof.profiling.user_target import UserSpec, is_spec, parse_spec
 
 TARGET_NAMES = tuple(str(k) for k in KERNEL_IDS) + REFERENCE_IDS
 OUR_KERNEL_REGEX = "flash_fwd_kernel"
+#: Kernel 7 may dispatch to any of the template's three kernel functions (grid, persistent,
+#: wgmma); which one is known only once the GPU is (the NVTX range keeps FA2's out).
+KERNEL7_REGEX = "flash_fwd_(wgmma_|persistent_)?kernel"
 #: User targets: every kernel launched inside the NVTX range (KERNEL_REGEX= narrows it).
 USER_KERNEL_REGEX = ".*"
 VALID_HINT = f"{', '.join(TARGET_NAMES)} or all, or your own path/to/file.py:function"
@@ -79,7 +82,7 @@ def resolve(name: str, gpu: str | None = None, seq: int | None = None, dtype: st
         return Target(name, title, None, regex)
     n = int(name)
     cfg = variant(n, gpu=gpu, seq=seq, dtype=dtype)
-    return Target(name, f"kernel {n}: {TITLES[n]}", cfg, OUR_KERNEL_REGEX)
+    return Target(name, f"kernel {n}: {TITLES[n]}", cfg, KERNEL7_REGEX if n == 7 else OUR_KERNEL_REGEX)
 
 
 def user_target(spec: str) -> Target:

@@ -118,3 +118,26 @@ def test_sass_of_the_kv_loop(toolchain, br, bc, w, dtype):
     st = stats[sass.pick_function(stats, dtype)]
     assert st.spill_store_bytes == st.spill_load_bytes == st.stack_bytes == 0
     assert "flash_fwd_wgmma_kernel" in sass.pick_function(stats, dtype)
+
+
+# ------------------------------------------------ what `flashprof profile` asks ncu for
+@pytest.mark.parametrize("cfg", [
+    W(64, 128, 4),
+    KernelConfig(**COMMON, B_r=128, B_c=128, n_warps=8, persistent=True),
+    KernelConfig(**COMMON, B_r=128, B_c=128, n_warps=8),
+], ids=["wgmma", "persistent", "grid"])
+def test_kernel7_regex_matches_every_kernel_function_it_can_dispatch_to(toolchain, cfg):
+    """ncu's --kernel-name regex:<kernel 7's regex> must match the function the launcher runs
+    for each form of kernel 7 (the names come from the cubin, not from the code here)."""
+    import re as _re
+
+    from flashprof.profiling.targets import KERNEL7_REGEX, OUR_KERNEL_REGEX, resolve
+
+    cubin = sass.compile_cubin(cfg, "sm_90")
+    stats = sass.ptxas_report(sass.log_path(cubin))
+    for dtype in ("fp16", "bf16"):
+        mangled = sass.pick_function(stats, dtype)
+        base = _re.match(r"_ZN9flashprof(\d+)", mangled)
+        name = mangled[base.end():base.end() + int(base.group(1))]  # the Itanium-mangled base name
+        assert _re.search(KERNEL7_REGEX, name), name
+    assert resolve("7").kernel_regex == KERNEL7_REGEX and resolve("6").kernel_regex == OUR_KERNEL_REGEX
