@@ -11,7 +11,6 @@ import os
 import pytest
 
 from flashprof.kernels import ceilings as bench
-from test_sass import toolchain  # noqa: F401  (the fixture: skip without the wheels, fail in CI)
 
 LINKS = 16  # kLinkUnroll in latency.cuh: the shortest chain the loop body holds
 

@@ -8,13 +8,11 @@ tests/test_gpu_kernels.py and devjobs/k7_short_s.sh.
 """
 from __future__ import annotations
 
-import os
 
 import pytest
 
 from flashprof.kernels.config import ConfigError, KernelConfig
 from flashprof.kernels.sass import static as sass
-from flashprof.kernels.toolchain import ToolchainError, find_toolchain
 
 COMMON = dict(d_head=128, async_copy=True, eager_load_blocks=True, swizzled=True, optimized_softmax=True)
 
@@ -90,16 +88,6 @@ def test_static_build_refuses_ampere():
 
 
 # ------------------------------------------------------------- static build
-@pytest.fixture(scope="module")
-def toolchain():
-    try:
-        return find_toolchain("nvcc", "ptxas", "cuobjdump")
-    except ToolchainError as e:
-        if os.environ.get("CI"):
-            pytest.fail(f"CUDA toolchain missing in CI: {e}", pytrace=False)
-        pytest.skip(str(e))
-
-
 @pytest.mark.parametrize("br,bc,w", [(128, 128, 8), (64, 64, 4)])
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 def test_sass_of_the_kv_loop(toolchain, br, bc, w, dtype):

@@ -26,10 +26,12 @@ __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// Copy a [Rows x d_head] tile of a (batch, seq, heads, d_head) tensor into shared memory.
-// Consecutive threads take consecutive 16-byte chunks of a row: coalesced 256-byte rows.
-template <class Cfg, int Rows, typename T>
-__device__ __forceinline__ void load_tile(T* smem, const T* gmem, int row_stride, int tid) {
+// Copy a [Rows x d_head] tile of a (batch, seq, heads, d_head) tensor into shared memory,
+// 16-byte chunk (row, chunk) to element offset offset(row, chunk) (default: the tile
+// layout of swizzle.cuh). Consecutive threads take consecutive 16-byte chunks of a row:
+// coalesced 256-byte rows.
+template <class Cfg, int Rows, typename T, class Offset>
+__device__ __forceinline__ void load_tile(T* smem, const T* gmem, int row_stride, int tid, Offset&& offset) {
     constexpr int chunks_per_row = Cfg::d_head / 8;
     constexpr int total = Rows * chunks_per_row;
     static_assert(total % Cfg::threads == 0, "tile chunks must split evenly over the block");
@@ -38,7 +40,7 @@ __device__ __forceinline__ void load_tile(T* smem, const T* gmem, int row_stride
         const int id = tid + i * Cfg::threads;
         const int row = id / chunks_per_row;
         const int chunk = id % chunks_per_row;
-        T* dst = smem + tile_offset<Cfg::swizzled, Cfg::d_head>(row, chunk);
+        T* dst = smem + offset(row, chunk);
         const T* src = gmem + static_cast<int64_t>(row) * row_stride + chunk * 8;
         if constexpr (Cfg::async_copy) {
             cp_async_16(dst, src);
@@ -46,6 +48,12 @@ __device__ __forceinline__ void load_tile(T* smem, const T* gmem, int row_stride
             *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
         }
     }
+}
+
+template <class Cfg, int Rows, typename T>
+__device__ __forceinline__ void load_tile(T* smem, const T* gmem, int row_stride, int tid) {
+    load_tile<Cfg, Rows>(smem, gmem, row_stride, tid,
+                         [](int row, int chunk) { return tile_offset<Cfg::swizzled, Cfg::d_head>(row, chunk); });
 }
 
 // Issue a tile load as its own cp.async group (a no-op group marker when copies are sync).

@@ -31,26 +31,16 @@ __device__ __forceinline__ int panel_offset(int row, int chunk) {
     return (chunk >> 3) * Rows * kPanelCols + row * kPanelCols + (((chunk & 7) ^ (row & 7)) << 3);
 }
 
-// Copy a [Rows x d_head] tile into the panel layout (cp.async, one group), coalesced:
-// consecutive threads take consecutive 16-byte chunks of a row.
+// Copy a [Rows x d_head] tile into the panel layout (cp.async, one group).
 template <class Cfg, int Rows, typename T>
 __device__ __forceinline__ void issue_panel_tile(T* smem, const T* gmem, int row_stride, int tid) {
-    constexpr int chunks_per_row = Cfg::d_head / 8;
-    constexpr int total = Rows * chunks_per_row;
-    static_assert(total % Cfg::threads == 0, "tile chunks must split evenly over the block");
-#pragma unroll
-    for (int i = 0; i < total / Cfg::threads; ++i) {
-        const int id = tid + i * Cfg::threads;
-        const int row = id / chunks_per_row;
-        const int chunk = id % chunks_per_row;
-        cp_async_16(smem + panel_offset<Rows>(row, chunk), gmem + static_cast<int64_t>(row) * row_stride + chunk * 8);
-    }
+    static_assert(Cfg::async_copy, "the wgmma pipeline loads with cp.async");
+    load_tile<Cfg, Rows>(smem, gmem, row_stride, tid, [](int row, int chunk) { return panel_offset<Rows>(row, chunk); });
     cp_async_commit();
 }
 
 __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t leading_bytes, uint32_t stride_bytes) {
-    return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>((leading_bytes >> 4) & 0x3FFF) << 16) |
-           (static_cast<uint64_t>((stride_bytes >> 4) & 0x3FFF) << 32) | (1ull << 62);
+    return wgmma_desc(addr, leading_bytes, stride_bytes, kWgmmaSwizzle128B);  // the panels' swizzle
 }
 
 // Shared-memory writes made by ordinary (generic-proxy) stores and cp.async become visible

@@ -9,6 +9,17 @@
 
 namespace flashprof {
 
+// Shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format" of wgmma): start
+// address, leading and stride byte offsets, each >> 4, in bits 0-13, 16-29 and 32-45;
+// bits 62-63 the swizzle (0 none, 1 128B, 2 64B, 3 32B).
+constexpr uint64_t kWgmmaSwizzleNone = 0, kWgmmaSwizzle128B = 1;
+
+__device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr, uint32_t leading_bytes, uint32_t stride_bytes,
+                                               uint64_t swizzle) {
+    return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>((leading_bytes >> 4) & 0x3FFF) << 16) |
+           (static_cast<uint64_t>((stride_bytes >> 4) & 0x3FFF) << 32) | (swizzle << 62);
+}
+
 template <typename T, int N>
 struct Wgmma;
 
