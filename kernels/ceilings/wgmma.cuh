@@ -28,16 +28,16 @@ __global__ void __launch_bounds__(128 * kWgmmaWarpgroups) k_wgmma_tput(float* ou
 #pragma unroll
     for (int i = 0; i < 64; ++i) d[i] = 0.f;
     CEIL_TIMER_START();
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+    flashprof::wgmma_fence();
     for (int g = 0; g < groups; ++g) {
 #pragma unroll
         for (int k = 0; k < kWgmmaPerGroup; ++k) {
             flashprof::Wgmma<__half, 128>::ss(d, da, db, 1);
         }
-        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        flashprof::wgmma_commit();
+        flashprof::wgmma_wait<1>();
     }
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    flashprof::wgmma_wait<0>();
     CEIL_TIMER_STOP(times);
     float s = 0.f;
 #pragma unroll

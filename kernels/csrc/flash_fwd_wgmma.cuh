@@ -18,7 +18,6 @@
 
 namespace flashprof {
 
-template <class Cfg>
 __device__ __forceinline__ void wait_for_operands() {
     cp_async_wait<0>();
     fence_proxy_async();  // this thread's cp.async writes, visible to wgmma
@@ -67,13 +66,13 @@ flash_fwd_wgmma_kernel(const T* __restrict__ Q, const T* __restrict__ K, const T
     issue_panel_tile<Cfg, Cfg::B_c>(sK, gK, row_stride, tid);
 
     for (int j = 0; j < n_blocks; ++j) {
-        wait_for_operands<Cfg>();  // K_j (and Q) arrived; every warp is done with V_{j-1}
+        wait_for_operands();  // K_j (and Q) arrived; every warp is done with V_{j-1}
         issue_panel_tile<Cfg, Cfg::B_c>(sV, gV + j * kv_step, row_stride, tid);
 
         float S[1][Cfg::s_ntiles][4];
         wg_gemm_qk<Cfg, T>(reinterpret_cast<float(&)[Cfg::B_c / 2]>(S), sQ, sK, wg_row0);
 
-        wait_for_operands<Cfg>();  // V_j arrived; every warp is done with K_j
+        wait_for_operands();  // V_j arrived; every warp is done with K_j
         if (j + 1 < n_blocks) issue_panel_tile<Cfg, Cfg::B_c>(sK, gK + (j + 1) * kv_step, row_stride, tid);
 
         online_softmax<Cfg>(S, m, l, O_acc, scale);

@@ -20,6 +20,21 @@ __device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr, uint32_t leading_b
            (static_cast<uint64_t>((stride_bytes >> 4) & 0x3FFF) << 32) | (swizzle << 62);
 }
 
+// Ordering of warpgroup MMAs: fence before the first that reads registers written since,
+// commit what was issued as one group, wait until at most Pending groups are in flight.
+__device__ __forceinline__ void wgmma_fence() {
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void wgmma_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+template <int Pending>
+__device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
+}
+
 template <typename T, int N>
 struct Wgmma;
 
