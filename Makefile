@@ -1,4 +1,5 @@
-# flashprof: a menu over `flashprof <verb>` (python -m flashprof). Logic lives in Python.
+# flashprof: a menu over `flashprof <verb>` (python -P -m flashprof: the checkout root never on
+# sys.path, so a target importing e.g. Hugging Face's `kernels` gets that). Logic lives in Python.
 #   make            list targets
 #   make sass KERNEL=5 ARCH=sm_80     (defaults: KERNEL=6 SEQ=4096 DTYPE=fp16 SET=full ARCH=sm_90 A=5 B=6)
 #   make setup GPU=1 WHEELS=.whl      (GPU machine: venv over the system's CUDA torch; wheels, no registry)
@@ -60,49 +61,49 @@ test-fast: setup ## the fast tests alone (no 'slow' marker; under a minute on 2 
 export FIGURES_OUT := $(if $(filter command line,$(origin OUT)),$(OUT))
 
 figures: setup ## draw the figures from REPORTS (others than reports/h200 go to figures/<folder>/ or OUT=)
-	$(VENV_PY) -m flashprof figures --reports "$$REPORTS" $${FIGURES_OUT:+--out "$$FIGURES_OUT"} $${LAUNCH:+--launch "$$LAUNCH"}
+	$(VENV_PY) -P -m flashprof figures --reports "$$REPORTS" $${FIGURES_OUT:+--out "$$FIGURES_OUT"} $${LAUNCH:+--launch "$$LAUNCH"}
 
 report: setup ## one self-contained HTML page of REPORTS (report.html beside its figures; HTML=file.html elsewhere)
-	$(VENV_PY) -m flashprof report "$$REPORTS" $${HTML:+--out "$$HTML"}
+	$(VENV_PY) -P -m flashprof report "$$REPORTS" $${HTML:+--out "$$HTML"}
 
 build: ## build kernel KERNEL as a torch extension (GPU machine)
-	$(PY) -m flashprof build "$$KERNEL"
+	$(PY) -P -m flashprof build "$$KERNEL"
 
 # One process: gate (in the profiled program), ncu, sidecar, summary, and the figures the new
 # report changes (`make figures` redraws them all); the stages' seconds go to build/profile_timing.json.
 profile: ## profile KERNEL (1-7, ref, cudnn, all) or TARGET=file.py:fn with Nsight Compute, then summarise and draw it
-	$(PY) -m flashprof profile "$${TARGET:-$$KERNEL}" --seq "$$SEQ" --dtype "$$DTYPE" --set "$$SET" \
+	$(PY) -P -m flashprof profile "$${TARGET:-$$KERNEL}" --seq "$$SEQ" --dtype "$$DTYPE" --set "$$SET" \
 		--max-launches "$$MAX_LAUNCHES" $${KERNEL_REGEX:+--kernel-regex "$$KERNEL_REGEX"} --timing-json build/profile_timing.json
 
 bench: ## benchmark kernels 1-7 (or TARGET=file.py:fn; SEQS=1024,4096) against the reference
-	$(PY) -m flashprof bench $${TARGET:+--kernels "$$TARGET"} $${SEQS:+--seqs "$$SEQS"}
+	$(PY) -P -m flashprof bench $${TARGET:+--kernels "$$TARGET"} $${SEQS:+--seqs "$$SEQS"}
 
 gpu-session: ## on a GPU machine: build all, GPU tests, bench, profile all (logs in reports/<gpu>/logs)
-	$(PY) -m flashprof session
+	$(PY) -P -m flashprof session
 
 tune: ## auto-tune kernel 7 on this GPU (WORKERS=n: worker processes, default one per GPU)
-	$(PY) -m flashprof tune $${WORKERS:+--workers "$$WORKERS"}
+	$(PY) -P -m flashprof tune $${WORKERS:+--workers "$$WORKERS"}
 
 ceilings: ## measure this GPU's ceilings (microbenchmarks, < 2 min) -> reports/<gpu>/ceilings.{json,csv}
-	$(PY) -m flashprof ceilings
+	$(PY) -P -m flashprof ceilings
 
 sass: setup ## registers, spills, smem and SASS opcodes of kernel KERNEL for ARCH
-	$(VENV_PY) -m flashprof sass "$$KERNEL" --arch "$$ARCH"
+	$(VENV_PY) -P -m flashprof sass "$$KERNEL" --arch "$$ARCH"
 
 sass-diff: setup ## SASS opcode deltas from kernel A to kernel B for ARCH
-	$(VENV_PY) -m flashprof sass diff "$$A" "$$B" --arch "$$ARCH"
+	$(VENV_PY) -P -m flashprof sass diff "$$A" "$$B" --arch "$$ARCH"
 
 sass-data: setup ## regenerate the committed reports/sass/*.csv (kernels 1-7 x sm_80/86/90)
-	$(VENV_PY) -m flashprof sass data
+	$(VENV_PY) -P -m flashprof sass data
 
 gap: ## where each kernel loses to the reference
-	$(PY) -m flashprof gap
+	$(PY) -P -m flashprof gap
 
 summary: ## one-table summary of REPORTS (LAUNCH=dominant|N|all)
-	$(PY) -m flashprof summary "$$REPORTS" $${LAUNCH:+--launch "$$LAUNCH"}
+	$(PY) -P -m flashprof summary "$$REPORTS" $${LAUNCH:+--launch "$$LAUNCH"}
 
 notebook: setup ## open the stall-exploration notebook
-	$(VENV_PY) -m flashprof notebook
+	$(VENV_PY) -P -m flashprof notebook
 
 clean: ## remove build caches (never reports/)
 	rm -rf build .pytest_cache && find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +

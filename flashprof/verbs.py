@@ -38,7 +38,7 @@ VERBS: dict[str, Verb] = {
     "report": Verb("flashprof.analysis.page.command", "one self-contained HTML page of a folder of reports (send it)"),
     "notebook": Verb("flashprof.verbs", "open the stall-exploration notebook (Jupyter)"),
 }
-NOTEBOOK = Path(__file__).resolve().parents[1] / "analysis" / "explore_stalls.ipynb"
+from flashprof.paths import NOTEBOOK  # noqa: E402
 
 
 def usage() -> str:

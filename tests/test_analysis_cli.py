@@ -297,7 +297,7 @@ def test_bad_files_one_line_exit_2(tmp_path, capsys):
 
 
 def test_real_process_has_no_traceback():
-    proc = subprocess.run([sys.executable, "-m", "analysis", "summary", "nope.ncu-rep"],
+    proc = subprocess.run([sys.executable, "-m", "flashprof", "summary", "nope.ncu-rep"],
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr == "analysis: error: nope.ncu-rep: no such file\n"

@@ -108,7 +108,7 @@ def cases(d: Path) -> dict:
     no_ncu = dict(gpu, PATH=str(d / "emptybin"), FLASHPROF_NCU=None)
     prof = [PY, "-m", "flashprof.profiling.profile"]
     byo = d / "byo"
-    an = [PY, "-m", "analysis", "summary", "--no-cache"]
+    an = [PY, "-m", "flashprof", "summary", "--no-cache"]
     c = {
         # ---- KERNEL values: always the first thing checked, even with no GPU and no ncu
         "kernel_8": (prof + ["8"], no_ncu | nogpu, f"profile: error: unknown KERNEL '8': valid values are {VALID}"),
@@ -264,7 +264,7 @@ def test_no_ncu_case_really_has_no_ncu(files):
 @pytest.mark.slow
 @pytest.mark.parametrize("report", ["fa2_sol_only", "gemm_foreign"])
 def test_smaller_or_foreign_report_works_with_one_warning(report):
-    rc, stdout, stderr = _run([PY, "-m", "analysis", "summary", "--no-cache",
+    rc, stdout, stderr = _run([PY, "-m", "flashprof", "summary", "--no-cache",
                                   str(ROOT / "tests" / "data" / f"{report}.ncu-rep")], _env())
     assert rc == 0 and "Traceback" not in stderr
     lines = stderr.splitlines()

@@ -13,7 +13,7 @@ from flashprof.analysis.stages import bench_tables as B
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = ROOT / "reports" / "h200" / "autotune.csv"
 STATIC = ROOT / "reports" / "h200" / "autotune_static.csv"
-TUNED = ROOT / "kernels" / "tuned.json"
+TUNED = ROOT / "flashprof" / "kernels" / "tuned.json"
 
 
 def test_bench_headline_is_the_harmonic_mean_ratio():

@@ -29,7 +29,7 @@ from flashprof.kernels.cli import FlashprofError
 DATA = Path(__file__).parent / "data" / "ceilings"
 EXAMPLE = DATA / "h200_example.raw.jsonl"
 FAILED = DATA / "failed_check.raw.jsonl"
-H200_REPORT = bench.SRC_DIR.parents[1] / "reports" / "h200" / "kernel6.ncu-rep"
+H200_REPORT = Path(__file__).resolve().parents[1] / "reports" / "h200" / "kernel6.ncu-rep"
 CLOCK = 1.98e9
 SMS = 132
 # The names the issue fixes (other code reads them), per kind.

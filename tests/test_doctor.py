@@ -138,7 +138,7 @@ def test_gpu_line_from_nvidia_smi(tmp_path):
     mark, gpu = checks["GPU"]
     assert mark == "ok"
     assert "NVIDIA H200, driver 580.159.04, SM 345/1980 MHz, memory 3201/3201 MHz" in gpu
-    tuned = json.loads((ROOT / "kernels" / "tuned.json").read_text())["h200"]["slug"]
+    tuned = json.loads((ROOT / "flashprof" / "kernels" / "tuned.json").read_text())["h200"]["slug"]
     assert f"{tuned}: tuned for h200" in checks["kernel 7"][1]
 
 

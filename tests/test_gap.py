@@ -352,7 +352,7 @@ def test_cli_errors_one_line_exit_2(argv):
 
 @pytest.mark.slow
 def test_cli_real_process_bad_format():
-    proc = subprocess.run([sys.executable, "-m", "analysis", "gap", "--format", "xml"],
+    proc = subprocess.run([sys.executable, "-m", "flashprof", "gap", "--format", "xml"],
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr

@@ -31,9 +31,9 @@ def test_committed_result_matches_the_current_inputs(committed):
     _, meta = committed
     # Hash the inputs here, independently of frozen.input_hashes.
     names = set(meta["inputs"])
-    for must in ("analysis/gpus.json", "analysis/published.json", "reports/h200/ceilings.json",
+    for must in ("flashprof/analysis/gpus.json", "flashprof/analysis/published.json", "reports/h200/ceilings.json",
                  "reports/sass/fa2/fa2_sm80.sass", "reports/h200/kernel7.ncu-rep",
-                 "analysis/gap/scheduler.py", "reports/sass/series/9_A100_sm_80.sass",
+                 "flashprof/analysis/gap/scheduler.py", "reports/sass/series/9_A100_sm_80.sass",
                  "reports/sass/series/fa2_official_sm80_bn32.sass"):
         assert must in names, must
     # only the reports the model reads: flashprof's kernels, FA2 and the other shapes, no user targets
@@ -52,7 +52,7 @@ def test_committed_result_matches_the_current_inputs(committed):
 
 def test_committed_rows_keep_the_gap_shape_and_fit_nothing(committed):
     recs, _ = committed
-    pub = json.loads((REPO / "analysis" / "published.json").read_text())["gpus"]
+    pub = json.loads((REPO / "flashprof" / "analysis" / "published.json").read_text())["gpus"]
     rows = [r for r in recs if r["kind"] == "row"]
     assert {r["gpu_key"] for r in rows} == {"a100_80gb", "rtx3090", "h200_sxm"}
     assert all(r["fitted_parameters"] == [] for r in recs if r["kind"] in ("row", "summary"))
@@ -80,7 +80,7 @@ def test_committed_rows_keep_the_gap_shape_and_fit_nothing(committed):
         assert s["mae_sd_pp"] >= 0
         assert s["k7_error_pp"] == pytest.approx(mine["7"]["error_pp"])
         # tensor pipe % of peak from the FLOP: the model's time, the GPU's HMMA rate (gpus.json)
-        g = json.loads((REPO / "analysis" / "gpus.json").read_text())["gpus"][key]
+        g = json.loads((REPO / "flashprof" / "analysis" / "gpus.json").read_text())["gpus"][key]
         flop = 4.0 * 16 * 16 * 4096 ** 2 * 128
         peak = g["mma_sync_flop_per_clk_sm"]["value"] * g["sm_count"]["value"]
         r = mine["9"]
@@ -151,7 +151,7 @@ def test_cli_stale_result_is_recomputed_with_a_note(monkeypatch, capsys, tmp_pat
 
     frozen.write([{"kind": "limitation", "text": "old"}], tmp_path)
     meta = json.loads((tmp_path / frozen.META).read_text())
-    meta["inputs"]["analysis/gpus.json"] = "0" * 64
+    meta["inputs"]["flashprof/analysis/gpus.json"] = "0" * 64
     (tmp_path / frozen.META).write_text(json.dumps(meta))
     monkeypatch.setattr(frozen, "DIR", tmp_path)
     monkeypatch.setattr(ir, "gap_issue_paths", lambda *a, **k: [{"kind": "limitation", "text": "new"}])
@@ -159,7 +159,7 @@ def test_cli_stale_result_is_recomputed_with_a_note(monkeypatch, capsys, tmp_pat
     out, err = capsys.readouterr()
     assert json.loads(out) == [{"kind": "limitation", "text": "new"}]
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and "stale" in lines[0] and "analysis/gpus.json" in lines[0] and "minutes" in lines[0]
+    assert len(lines) == 1 and "stale" in lines[0] and "flashprof/analysis/gpus.json" in lines[0] and "minutes" in lines[0]
 
 
 @pytest.mark.parametrize("argv, msg", [

@@ -192,7 +192,7 @@ def test_l2_bandwidth_paces_an_independent_ldgsts_stream():
 def test_a100_ga102_constants_cite_measurements_or_are_marked():
     src = json.loads((REPO / "reports" / "gap" / "constant_sources.json").read_text())["entries"]
     measured = {(e.get("gpu"), e["quantity"]): e["value"] for e in src if e.get("kind") == "measured"}
-    gpus = json.loads((REPO / "analysis" / "gpus.json").read_text())["gpus"]
+    gpus = json.loads((REPO / "flashprof" / "analysis" / "gpus.json").read_text())["gpus"]
     for key, gpu, l2 in (("a100_80gb", "A100-SXM4-80GB", "L2 hit latency (near partition)"), ("rtx3090", "A40", "L2 hit latency")):
         im = gpus[key]["issue_model"]
         assert im["l1_latency"]["value"] == measured[(gpu, "L1 hit latency")]

@@ -117,7 +117,7 @@ def drivers(tmp_path_factory):
     for n in KERNEL_IDS:
         exe = out / f"driver{n}"
         cmd = ["nvcc", "-O3", "-std=c++17", "-lineinfo", f"-arch=sm_{major}{minor}", *variant(n).nvcc_flags(),
-               str(ROOT / "kernels/csrc/driver.cu"), str(ROOT / "kernels/csrc/flash_fwd.cu"), "-o", str(exe)]
+               str(ROOT / "flashprof/kernels/csrc/driver.cu"), str(ROOT / "flashprof/kernels/csrc/flash_fwd.cu"), "-o", str(exe)]
         procs[n] = (exe, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     exes = {}
     for n, (exe, p) in procs.items():
@@ -183,7 +183,7 @@ def test_compute_sanitizer_clean_kernel7_dispatch(tmp_path, cfg, tool):
     if target is None:
         pytest.skip(f"{cfg.slug} cannot run on sm_{major}{minor}")
     cmd = ["nvcc", "-O3", "-std=c++17", "-lineinfo", *arch_flags(target), *cfg.nvcc_flags(),
-           str(ROOT / "kernels/csrc/driver.cu"), str(ROOT / "kernels/csrc/flash_fwd.cu"), "-o", str(drv)]
+           str(ROOT / "flashprof/kernels/csrc/driver.cu"), str(ROOT / "flashprof/kernels/csrc/flash_fwd.cu"), "-o", str(drv)]
     b = subprocess.run(cmd, capture_output=True, text=True)
     assert b.returncode == 0, b.stdout + b.stderr
     # persistent configs: more Q tiles than one wave, so CTAs reuse both Q buffers

@@ -13,7 +13,7 @@ import pytest
 from flashprof.kernels import api, build, config
 from flashprof.kernels.config import VARIANTS, Bucket, ConfigError, Dispatch, KernelConfig
 
-CSRC = Path(__file__).resolve().parent.parent / "kernels" / "csrc"
+CSRC = Path(__file__).resolve().parent.parent / "flashprof" / "kernels" / "csrc"
 K7 = dict(d_head=128, B_r=128, B_c=128, n_warps=8, async_copy=True, eager_load_blocks=True, swizzled=True,
           K_mma_load_K_fragments=2, mma_double_buffer_loads=True, optimized_softmax=True)
 SHORT = KernelConfig(**{**K7, "B_c": 64, "V_mma_load_K_fragments": 0}, persistent=True)

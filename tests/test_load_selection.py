@@ -12,7 +12,7 @@ import pytest
 from flashprof.kernels import api, build
 from flashprof.kernels.config import VARIANTS, KernelConfig
 
-TUNED = Path(__file__).resolve().parent.parent / "kernels" / "tuned.json"
+TUNED = Path(__file__).resolve().parent.parent / "flashprof" / "kernels" / "tuned.json"
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOK = ROOT / "analysis" / "explore_stalls.ipynb"
+NOTEBOOK = ROOT / "flashprof" / "analysis" / "explore_stalls.ipynb"
 
 
 def test_notebook_is_stored_stripped():
@@ -33,7 +33,7 @@ def _kernel_name() -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("cwd", ["analysis", "tests"])
+@pytest.mark.parametrize("cwd", ["flashprof/analysis", "tests"])
 def test_notebook_runs_clean(cwd):
     nb = nbformat.read(NOTEBOOK, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=120, kernel_name=_kernel_name(),

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-STAGES = {"kernels": "flashprof/kernels", "profiling": "flashprof/profiling", "analysis": "flashprof/analysis"}
 
 pytestmark = pytest.mark.slow
 
@@ -38,11 +37,12 @@ def test_wheel_has_one_top_level_name(wheel):
 
 def test_wheel_holds_every_package_of_the_checkout(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    # every folder of the checkout with an __init__.py, at its place under flashprof/
-    for stage, inside in STAGES.items():
-        for init in (ROOT / stage).rglob("__init__.py"):
-            rel = init.relative_to(ROOT / stage).as_posix()
-            assert f"{inside}/{rel}" in names, f"{stage}/{rel} is not in the wheel"
+    # every package of the checkout (a folder under flashprof/ with an __init__.py) is in it
+    inits = sorted((ROOT / "flashprof").rglob("__init__.py"))
+    assert len(inits) >= 10
+    for init in inits:
+        rel = init.relative_to(ROOT).as_posix()
+        assert rel in names, f"{rel} is not in the wheel"
     # the data the code reads at run time
     for need in ("flashprof/kernels/csrc/flash_fwd.cu", "flashprof/kernels/tuned.json",
                  "flashprof/kernels/ceilings/peaks.json", "flashprof/analysis/gpus.json",

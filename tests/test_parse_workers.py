@@ -85,7 +85,7 @@ def test_cli_crash_is_one_line_exit_2(tmp_path):
     report = tmp_path / "kernel6.ncu-rep"
     report.write_bytes(GEMM.read_bytes())
     env = {**os.environ, "PYTHONPATH": str(d), "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    r = subprocess.run([sys.executable, "-m", "analysis", "summary", str(report)], cwd=ROOT, env=env,
+    r = subprocess.run([sys.executable, "-m", "flashprof", "summary", str(report)], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stdout == ""
     lines = r.stderr.strip().splitlines()

@@ -8,7 +8,7 @@ def test_session_plan_without_tuning():
     names = [n for n, _ in steps(False, 4096, "fp16")]
     assert names == ["build", "gpu_tests", "bench", "profile"]
     plan = dict(steps(False, 2048, "bf16"))
-    assert plan["profile"] == [sys.executable, "-m", "flashprof.profiling.profile", "all", "--seq", "2048", "--dtype", "bf16"]
+    assert plan["profile"] == [sys.executable, "-P", "-m", "flashprof.profiling.profile", "all", "--seq", "2048", "--dtype", "bf16"]
     assert plan["bench"][-2:] == ["--dtype", "bf16"]
 
 

@@ -85,7 +85,7 @@ def test_gpu_venv_sees_parent_and_installs_from_wheels(system_venv, tmp_path):
     out = subprocess.run([str(gpu_venv / "bin" / "python"), "-c", code], cwd=tmp_path,
                          capture_output=True, text=True, check=True).stdout.split()
     assert out[:3] == ["system", "venv", "True"]  # carried wheel went into the GPU venv itself
-    assert Path(out[3]).resolve() == (ROOT / "kernels" / "config.py").resolve()
+    assert Path(out[3]).resolve() == (ROOT / "flashprof" / "kernels" / "config.py").resolve()
     # Run again: reuses the venv, nothing left to install.
     again = _setup(system_venv, "--venv", str(gpu_venv), "--wheels", str(wheels), "--require", "fp_carried")
     assert again.returncode == 0 and "installing" not in again.stdout

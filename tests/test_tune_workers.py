@@ -31,7 +31,7 @@ def test_one_worker_per_gpu_splits_the_candidates(tmp_path, monkeypatch):
     shares = [env["FLASHPROF_TUNE_SLUGS"].split(",") for _, env in started]
     assert shares[0] == [c.slug for c in todo[0::2]] and shares[1] == [c.slug for c in todo[1::2]]
     assert all(env["FLASHPROF_TUNE_WORKER"] == "1" for _, env in started)
-    assert all(cmd[1:4] == ["-m", "flashprof.profiling.tune", "--dtype"] for cmd, _ in started)
+    assert all(cmd[1:5] == ["-P", "-m", "flashprof.profiling.tune", "--dtype"] for cmd, _ in started)
     # workers inherit the timing options and never write kernels/tuned.json themselves
     assert all(cmd[cmd.index("--warmup") + 1] == "3" and "--no-save" in cmd for cmd, _ in started)
     assert all(cmd[cmd.index("--csv") + 1] == str(csv_path) for cmd, _ in started)

@@ -24,7 +24,7 @@ from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
 from flashprof.kernels.gpus import reports_folder
 from flashprof.profiling.workload import BENCH_SEQS, Shape, check_dtype, make_inputs, seed_shape
 
-ROOT = Path(__file__).resolve().parent.parent
+from flashprof.paths import ROOT  # noqa: E402
 FIELDS = ["gpu", "target", "title", "config_slug", "dtype", "batch", "seq", "heads", "d_head",
           "reps", "median_ms", "p10_ms", "p90_ms", "tflops", "pct_of_ref"]
 

@@ -27,9 +27,9 @@ from flashprof.analysis.stages.launches import ALL, DOMINANT, launch_records, se
 from flashprof.analysis.stages.stalls import bank_conflicts, stalls
 
 PROG = "figures"
-ROOT = Path(__file__).resolve().parents[2]
+from flashprof.paths import FIGURES, ROOT  # noqa: E402
 DEFAULT_REPORTS = ROOT / SHIPPED.reports
-DEFAULT_OUT = ROOT / "figures"
+DEFAULT_OUT = FIGURES
 
 
 class FiguresError(FlashprofError):

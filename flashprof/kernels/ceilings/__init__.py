@@ -13,13 +13,14 @@ import re
 from pathlib import Path
 
 from flashprof.kernels.sass import static as sass
+from flashprof.paths import BUILD
 from flashprof.kernels.nvcc import build_file, link_flags, nvcc_path
 from flashprof.kernels.toolchain import find_toolchain
 
 SRC_DIR = Path(__file__).resolve().parent
 ENTRY = SRC_DIR / "ceilings.cu"
 PEAKS_FILE = SRC_DIR / "peaks.json"
-BUILD_DIR = sass.REPO / "build" / "ceilings"
+BUILD_DIR = BUILD / "ceilings"
 NVCC_FLAGS = ("-O3", "-std=c++17", "-lineinfo")
 # Scaling rows are judged against the peak of the throughput row of the same instruction.
 SCALING_PEAKS = {"hmma_16816_f32": "mma_f16_f32", "ldsm_x4": "ldsm_x4"}

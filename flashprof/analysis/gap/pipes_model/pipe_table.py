@@ -106,7 +106,7 @@ def match_gpu(name: str, gpus: dict) -> str | None:
 
 
 # --------------------------------------------------------------------------- default inputs
-REPO = HERE.parent
+from flashprof.paths import ROOT as REPO  # noqa: E402
 DEFAULT_SASS = REPO / "reports" / "sass" / "opcodes.csv"
 
 

@@ -13,7 +13,7 @@ from flashprof.kernels.common import write_atomic
 
 from flashprof.kernels.cli import FlashprofError
 
-ROOT = Path(__file__).resolve().parent.parent
+from flashprof.paths import ROOT  # noqa: E402
 
 
 def _run(cmd: list[str], timeout: float = 20) -> str:

@@ -23,7 +23,7 @@ from flashprof.analysis.report.errors import ReportError
 
 _INSTALL_GLOBS = ("/opt/nvidia/nsight-compute/*", "/usr/local/cuda*/nsight-compute*")
 # A small real report (a GEMM, SpeedOfLight only) to try a candidate module on.
-PROBE_REPORT = Path(__file__).resolve().parents[1] / "data" / "probe.ncu-rep"
+from flashprof.paths import PROBE_REPORT  # noqa: E402,F401
 
 
 def _candidate_dirs() -> list[Path]:

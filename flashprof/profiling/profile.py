@@ -40,7 +40,7 @@ from flashprof.profiling.launches import check_count, check_limit, check_regex, 
 from flashprof.profiling.ncu import (SECTION_SETS, NcuOptions, find_ncu, ncu_command, ncu_version, retire, run_ncu, stop)
 from flashprof.profiling.user_target import MAX_LAUNCHES, is_spec, source_info
 
-ROOT = Path(__file__).resolve().parent.parent
+from flashprof.paths import ROOT  # noqa: E402
 
 
 def report_stem(base: str, seq: int, batch: int, heads: int, dtype: str, section_set: str) -> str:
@@ -379,7 +379,7 @@ def profile_all(names: list[str], shape, args, ncu: str, t_start: float | None =
             except OSError:
                 pass
 
-        program = [sys.executable, "-m", "flashprof.profiling.ncu_program", name, "--batch", str(shape.batch),
+        program = [sys.executable, "-P", "-m", "flashprof.profiling.ncu_program", name, "--batch", str(shape.batch),
                    "--seq", str(shape.seq), "--heads", str(shape.heads), "--dtype", args.dtype]
         if in_child:
             program += ["--verdict", str(verdict_file)]

@@ -16,19 +16,19 @@ from pathlib import Path
 from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
 from flashprof.kernels.gpus import reports_folder
 
-ROOT = Path(__file__).resolve().parent.parent
+from flashprof.paths import ROOT  # noqa: E402
 
 
 def steps(tune: bool, seq: int, dtype: str) -> list[tuple[str, list[str]]]:
     py = sys.executable
-    out = [("build", [py, "-m", "flashprof.kernels.build", "all"]),
+    out = [("build", [py, "-P", "-m", "flashprof.kernels.build", "all"]),
            ("gpu_tests", [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--noconftest",
                                      "tests/test_gpu_kernels.py"])]
     if tune:
-        out.append(("tune", [py, "-m", "flashprof.profiling.tune"]))
-        out.append(("build_tuned", [py, "-m", "flashprof.kernels.build", "7"]))
-    out.append(("bench", [py, "-m", "flashprof.profiling.bench", "--dtype", dtype]))
-    out.append(("profile", [py, "-m", "flashprof.profiling.profile", "all", "--seq", str(seq), "--dtype", dtype]))
+        out.append(("tune", [py, "-P", "-m", "flashprof.profiling.tune"]))
+        out.append(("build_tuned", [py, "-P", "-m", "flashprof.kernels.build", "7"]))
+    out.append(("bench", [py, "-P", "-m", "flashprof.profiling.bench", "--dtype", dtype]))
+    out.append(("profile", [py, "-P", "-m", "flashprof.profiling.profile", "all", "--seq", str(seq), "--dtype", dtype]))
     return out
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from flashprof.kernels.cli import FlashprofError
 from flashprof.kernels.toolchain import find_toolchain
 
-REPO = Path(__file__).resolve().parent.parent
+from flashprof.paths import ROOT as REPO  # noqa: E402 (the working directory nvcc runs in)
 
 
 class BuildError(FlashprofError, RuntimeError):

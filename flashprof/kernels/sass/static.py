@@ -36,12 +36,11 @@ from flashprof.kernels.nvcc import BuildError, arch_flags, build_file, nvcc_path
 from flashprof.kernels.sass.text import (DTYPES, FunctionStats, Insn, branch_target, find_main_loop, loop_opcode_counts, parse_insns, parse_sass, pick_function, ptxas_report, _RE_FUNC, _RE_INSN)  # noqa: F401 (public names)
 from flashprof.kernels.toolchain import find_toolchain
 
-PKG_DIR = Path(__file__).resolve().parents[1]  # kernels/
-REPO = PKG_DIR.parent
-CSRC = PKG_DIR / "csrc"
+from flashprof.paths import BUILD, CSRC, REPORTS, ROOT as REPO  # noqa: E402
+PKG_DIR = CSRC.parent  # flashprof/kernels/
 ENTRY = CSRC / "flash_fwd.cu"
-BUILD_DIR = REPO / "build" / "static"
-DATA_DIR = REPO / "reports" / "sass"
+BUILD_DIR = BUILD / "static"
+DATA_DIR = REPORTS / "sass"
 
 ARCHS = ("sm_80", "sm_86", "sm_90")
 NVCC_FLAGS = ("-cubin", "-O3", "-lineinfo", "-std=c++17", "-Xptxas", "-v")

@@ -11,7 +11,8 @@ import ctypes
 from pathlib import Path
 
 from flashprof.kernels.config import KernelConfig
-from flashprof.kernels.nvcc import REPO, BuildError, arch_flags, build_file, link_flags, nvcc_path
+from flashprof.paths import CSRC
+from flashprof.kernels.nvcc import BuildError, arch_flags, build_file, link_flags, nvcc_path
 
 from flashprof.kernels.cli import FlashprofError
 
@@ -21,7 +22,7 @@ SHARED_FLAGS = ("-shared", "-Xcompiler", "-fPIC", "-O3", "-std=c++17", "-lineinf
 def shared_lib_command(cfg: KernelConfig, arch: str, out: Path) -> list[str]:
     nvcc = nvcc_path()
     return [nvcc, *SHARED_FLAGS, *arch_flags(arch), *cfg.nvcc_flags(), *link_flags(nvcc),
-            str(REPO / "kernels/csrc/flash_fwd.cu"), "-o", str(out)]
+            str(CSRC / "flash_fwd.cu"), "-o", str(out)]
 
 
 def build_shared_lib(cfg: KernelConfig, arch: str, out_dir: Path) -> Path:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
 
-ROOT = Path(__file__).resolve().parent.parent
+from flashprof.paths import ROOT  # noqa: E402
 STAMP = ".flashprof-gpu"
 PARENT_PTH = "_flashprof_parent_site.pth"
 SELF_PTH = "_flashprof_repo.pth"
@@ -77,7 +77,7 @@ def make_venv(path: Path) -> Path:
     # Only the package `flashprof` goes on the path (a folder holding a link to it), never the
     # checkout root: its kernels/, profiling/ and analysis/ must not shadow PyPI packages of
     # those names (Hugging Face's `kernels`, for one).
-    src = path / "flashprof-src"
+    src = path.resolve() / "flashprof-src"  # absolute: the venv works from any directory
     src.mkdir(exist_ok=True)
     link = src / "flashprof"
     if link.is_symlink() or link.exists():

@@ -41,7 +41,7 @@ from flashprof.kernels.gpus import SHIPPED, by_slug, reports_folder
 from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
 from flashprof.profiling.shared_lib import SharedLibKernel, build_shared_lib  # noqa: F401 (public names)
 
-ROOT = Path(__file__).resolve().parent.parent
+from flashprof.paths import ROOT  # noqa: E402
 TUNE_SEQS = (1024, 4096, 16384)
 SM_REGS = 65536
 SM_SMEM = 228 * 1024
@@ -423,7 +423,7 @@ def run_workers(todo, seqs, args, csv_path, gpu_slug, say) -> None:
         gpu = devices[w % len(devices)]
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu, "FLASHPROF_TUNE_WORKER": "1",
                "FLASHPROF_TUNE_SLUGS": ",".join(c.slug for c in share)}
-        cmd = [sys.executable, "-m", "flashprof.profiling.tune", "--dtype", args.dtype,
+        cmd = [sys.executable, "-P", "-m", "flashprof.profiling.tune", "--dtype", args.dtype,
                "--seqs", ",".join(map(str, seqs)), "--reps", str(args.reps), "--warmup", str(args.warmup),
                "--csv", str(csv_path), "--no-save", "--space", getattr(args, "space", "seed")]
         procs.append((w, gpu, len(share), subprocess.Popen(cmd, env=env)))

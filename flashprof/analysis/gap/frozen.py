@@ -21,6 +21,7 @@ from pathlib import Path
 
 from flashprof.analysis.report.errors import ReportError
 from flashprof.analysis.gap.pipes_model.pipe_table import GPUS_FILE, PUBLISHED_FILE, REPO, default_reports
+from flashprof.paths import KERNELS_PKG
 from flashprof.kernels.gpus import SHIPPED
 
 DIR = REPO / "reports" / "gap"
@@ -50,7 +51,7 @@ def input_paths() -> list[Path]:
     files = [*sorted(sass.glob("loops/*.sass")), *sorted(sass.glob("fa2/*.sass")),
              *sorted(sass.glob("series/*_sm_80.sass")), *sorted(sass.glob("series/fa2_official_sm80*.sass")),
              GPUS_FILE, PUBLISHED_FILE, REPO / SHIPPED.reports / "ceilings.json",
-             REPO / "kernels" / "config.py", *(here / c for c in _CODE), *default_report_paths()]
+             KERNELS_PKG / "config.py", *(here / c for c in _CODE), *default_report_paths()]
     return sorted(dict.fromkeys(Path(p) for p in files))
 
 

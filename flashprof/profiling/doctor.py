@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flashprof.kernels.cli import ArgumentParser, FlashprofError
+from flashprof.paths import PROBE_REPORT
 from flashprof.profiling.env import ROOT, smi_clocks
 
 VENV = ROOT / ".venv"
 SETUP_FIX = "make setup GPU=1 [WHEELS=dir]"
-PROBE = ROOT / "analysis" / "data" / "probe.ncu-rep"
+PROBE = PROBE_REPORT
 
 
 @dataclass

@@ -16,9 +16,8 @@ from pathlib import Path
 from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
 from flashprof.kernels.config import KERNEL_IDS, KernelConfig, variant
 
-ROOT = Path(__file__).resolve().parent.parent
-CSRC = Path(__file__).resolve().parent / "csrc"
-BUILD_ROOT = ROOT / "build" / "ext"
+from flashprof.paths import BUILD, CSRC  # noqa: E402
+BUILD_ROOT = BUILD / "ext"
 SOURCES = [CSRC / "flash_fwd.cu", CSRC / "torch_binding.cpp"]
 
 
