@@ -72,3 +72,40 @@ def test_installing_beside_another_kernels_package_leaves_it_theirs(wheel, tmp_p
     r = subprocess.run([sys.executable, "-c", "import flashprof.kernels.config as c; print(c.__file__)"],
                        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
     assert r.stdout.strip().startswith(str(site)), r.stdout
+
+
+def test_no_search_path_surgery():
+    """The stages are real subpackages: no module of the package edits a ``__path__``."""
+    hits = [p.relative_to(ROOT).as_posix() for p in (ROOT / "flashprof").rglob("*.py")
+            if "__path__" in p.read_text()]
+    assert not hits, hits
+
+
+def test_installed_wheel_writes_into_the_working_directory(wheel, tmp_path):
+    """Installed from the wheel and run from a scratch folder, summary's cache and the figures land
+    in that folder, and nothing new appears inside the installed package."""
+    site = tmp_path / "site"
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    before = {p.relative_to(site) for p in site.rglob("*")}
+    work = tmp_path / "work"
+    (work / "mine").mkdir(parents=True)
+    src = ROOT / "reports" / "h200" / "kernel6.ncu-rep"
+    (work / "mine" / "kernel6.ncu-rep").write_bytes(src.read_bytes())
+    env = {k: v for k, v in os.environ.items() if k != "FLASHPROF_HOME"}
+    env["PYTHONPATH"] = str(site)
+    run = lambda *a: subprocess.run([sys.executable, "-P", "-m", "flashprof", *a], capture_output=True, text=True,
+                                    cwd=work, env=env, timeout=600)
+    r = run("summary", "mine/kernel6.ncu-rep", "--format", "json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    import json
+    recs = json.loads(r.stdout)
+    assert recs and all(x["duration_ns"] > 0 for x in recs)
+    r = run("figures", "--reports", "mine", "--only", "roofline")
+    assert r.returncode == 0, r.stderr[-2000:]
+    pngs = sorted(p.relative_to(work).as_posix() for p in work.rglob("*.png"))
+    assert pngs and all(p.startswith("figures/mine/") for p in pngs), pngs
+    after = {p.relative_to(site) for p in site.rglob("*")}
+    new = {p for p in after - before if "__pycache__" not in p.parts}
+    assert not new, sorted(map(str, new))[:10]
