@@ -7,6 +7,7 @@ is that module's own help. The Makefile's targets call these verbs.
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -49,18 +50,32 @@ def usage() -> str:
     return "\n".join(lines)
 
 
+def jupyter_command(path: Path, extra: list[str], euid: int | None = None) -> list[str]:
+    """The Jupyter command line; as root (CI, the GPU machine) Jupyter refuses to start without
+    --allow-root, so it is added there."""
+    import importlib.util
+    if importlib.util.find_spec("notebook") is None and importlib.util.find_spec("jupyter_server") is None:
+        from flashprof.kernels.cli import FlashprofError
+        raise FlashprofError("Jupyter is not installed in this Python: 'make setup' installs it (CPU venv); "
+                             "on the GPU machine carry its wheels and run 'make setup GPU=1 WHEELS=dir'")
+    euid = os.geteuid() if euid is None and hasattr(os, "geteuid") else euid
+    root = ["--allow-root"] if euid == 0 and "--allow-root" not in extra else []
+    return [sys.executable, "-m", "jupyter", "notebook", *root, *extra, str(path)]
+
+
 def notebook(argv: list[str]) -> int:
     from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
 
-    p = ArgumentParser(prog="flashprof notebook", description="open analysis/explore_stalls.ipynb in Jupyter")
+    p = ArgumentParser(prog="flashprof notebook", description="open the stall-exploration notebook "
+                       "(flashprof/analysis/explore_stalls.ipynb) in Jupyter; further options go to Jupyter")
     p.add_argument("--path", type=Path, default=NOTEBOOK, help="the notebook (default: %(default)s)")
-    args = p.parse_args(argv)
+    args, extra = p.parse_known_args(argv)
 
     def body() -> int:
         if not args.path.is_file():
             raise FlashprofError(f"no notebook at {args.path}")
         try:
-            return subprocess.call([sys.executable, "-m", "jupyter", "notebook", str(args.path)])
+            return subprocess.call(jupyter_command(args.path, extra))
         except OSError as e:
             raise FlashprofError(f"cannot start Jupyter: {e.strerror}") from None
 

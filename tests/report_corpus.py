@@ -6,9 +6,10 @@ import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PUBLIC = Path(os.environ.get("FLASHPROF_PUBLIC_REPORTS", ROOT.parent.parent / "shared" / "public-reports"))
-if not PUBLIC.is_dir():
-    PUBLIC = Path("/work/shared/public-reports")
+# ../shared beside the checkout (CI clones it there); FLASHPROF_PUBLIC_REPORTS points elsewhere
+# (a git worktree). The one place the tests find it.
+PUBLIC = Path(os.environ.get("FLASHPROF_PUBLIC_REPORTS") or ROOT.parent / "shared" / "public-reports")
+PUBLIC_MISSING = None if PUBLIC.is_dir() else f"public reports not found at {PUBLIC} (../shared beside the checkout)"
 
 # Device names of the reports here -> chip (RTX 3080 / A10 / A10G are GA102; RTX 4090 AD102;
 # RTX 5060 Ti GB206; A100 GA100; H100/H800/H200 GH100; Tesla T4 TU104).

@@ -11,6 +11,7 @@ FLOP counter the recipes understand, or FLOP counters reading 0, gives null with
 """
 from __future__ import annotations
 
+import os
 import math
 import re
 
@@ -196,3 +197,14 @@ def test_suffix_model_matches_real_reports():
                     if hit and not on_chip(n, chip):
                         bad.append(f"{path.name}: {n}")
     assert not bad, bad[:20]
+
+
+def test_public_reports_are_found_beside_the_checkout():
+    """The corpus finds ../shared relative to the checkout (CI lays it there) and says so when
+    it is missing, rather than losing the foreign reports without a word."""
+    import report_corpus
+    if report_corpus.PUBLIC_MISSING:
+        pytest.skip(report_corpus.PUBLIC_MISSING)
+    assert report_corpus.PUBLIC.resolve().parent.parent == report_corpus.ROOT.parent.resolve() \
+        or os.environ.get("FLASHPROF_PUBLIC_REPORTS")
+    assert sum(p.parent == report_corpus.PUBLIC for p in report_corpus.report_paths()) >= 8

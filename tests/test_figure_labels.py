@@ -21,8 +21,7 @@ from flashprof.analysis.charts import labels
 
 ROOT = figures.ROOT
 # ../shared beside the clone (CI); FLASHPROF_PUBLIC_REPORTS points elsewhere (a git worktree)
-PUBLIC = Path(os.environ.get("FLASHPROF_PUBLIC_REPORTS")
-              or Path(__file__).resolve().parents[2] / "shared" / "public-reports")
+from report_corpus import PUBLIC  # noqa: E402 (../shared beside the checkout)
 A10 = PUBLIC / "spymaster2h__spyinfer__report.ncu-rep"
 needs_public = pytest.mark.skipif(not A10.is_file(), reason=f"public reports not found at {PUBLIC}")
 

@@ -22,9 +22,7 @@ if os.environ.get("CI", "").lower() != "true":  # under CI a missing dependency 
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = ROOT / "reports" / "h200"
-PUBLIC = ROOT.parent / "shared" / "public-reports"
-if not PUBLIC.is_dir():
-    PUBLIC = Path("/work/shared/public-reports")
+from report_corpus import PUBLIC  # noqa: E402
 USER_TARGET = "triton_attention-attention"
 BLOB = re.compile(r"<script id='flashprof-data' type='application/json'>(.*?)</script>", re.S)
 

@@ -42,3 +42,12 @@ def test_notebook_runs_clean(cwd):
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert any("image/png" in o.get("data", {}) for o in outputs)  # figures rendered inline
+
+
+def test_notebook_as_root_allows_root():
+    """CI and the GPU machine run as root, where Jupyter refuses to start without --allow-root."""
+    pytest.importorskip("notebook")
+    from flashprof.verbs import jupyter_command
+    cmd = jupyter_command(NOTEBOOK, ["--no-browser"], euid=0)
+    assert "--allow-root" in cmd and "--no-browser" in cmd and cmd[-1] == str(NOTEBOOK)
+    assert "--allow-root" not in jupyter_command(NOTEBOOK, [], euid=1000)

@@ -24,8 +24,7 @@ from conftest import ROOT, raw_metrics
 KINDS = ROOT / "tests" / "data" / "kinds"
 DGEMM = ROOT / "reports" / "h200" / "other-kinds" / "dgemm_fp64.ncu-rep"
 # ../shared beside the clone (CI); a git worktree elsewhere can point at it explicitly.
-PUBLIC = Path(os.environ.get("FLASHPROF_PUBLIC_REPORTS")
-              or Path(__file__).resolve().parents[2] / "shared" / "public-reports")
+from report_corpus import PUBLIC  # noqa: E402 (../shared beside the checkout)
 THREADS = 1056 * 256  # flops.cu: blocks x threads per block
 GEMM_FLOPS = 2 * 4096 ** 3
 KNOWN = {  # report -> (kind, FLOPs of the launch)
