@@ -76,6 +76,21 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
     print(f"{PROG}: warning: {message}", file=sys.stderr)
 
 
+def _check_writable(folder: Path) -> None:
+    """Refuse, with one line, a --write folder that cannot take the result."""
+    import tempfile
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ReportError(f"--write {folder}: {probe} is not a folder")
+    try:
+        with tempfile.NamedTemporaryFile(dir=probe, prefix=".flashprof-write-check"):
+            pass
+    except OSError as e:
+        raise ReportError(f"--write {folder}: cannot write there ({e.strerror})") from None
+
+
 def _issue_records(ns: argparse.Namespace, cache: bool) -> list[dict]:
     """The committed issue-model result when nothing it was computed from has changed and
     no reports were named; otherwise the model itself (minutes), written if --write."""
@@ -86,6 +101,8 @@ def _issue_records(ns: argparse.Namespace, cache: bool) -> list[dict]:
 
     if ns.write and ns.reports:
         raise ReportError("--write stores the result of the default inputs: name no reports")
+    if ns.write:
+        _check_writable(Path(ns.write))  # before the minutes of model time, not after
     if not (ns.reports or ns.write or ns.recompute):
         recs, why = frozen.fresh()
         if recs is not None:
