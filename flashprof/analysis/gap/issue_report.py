@@ -19,8 +19,10 @@ says they were fitted (none).
 from __future__ import annotations
 
 import math
+import os
 import random
 import statistics
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -118,6 +120,25 @@ def _kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0, seeds=None,
 
 SEEDS = tuple(range(1, 17))  # CTA start staggers + latency jitter averaged over (scheduler.simulate)
 SENSITIVITY_SEEDS = (1, 2)  # fewer for the +-20 % table: its noise floor is the seed spread
+def progress(what: str) -> None:
+    """One line on stderr per stage of the model run (minutes in all): the user sees it move."""
+    print(f"flashprof gap: {what}", file=sys.stderr, flush=True)
+
+
+def die_with_parent() -> None:
+    """Worker initializer: on Linux the kernel sends the worker SIGTERM when its parent dies, so a
+    killed ``flashprof gap`` (SIGTERM or SIGKILL) leaves no model workers behind."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+        if os.getppid() == 1:  # the parent is already gone
+            os._exit(1)
+
+
 _POOL: ProcessPoolExecutor | None = None  # set by report(): seeds run in 2 processes
 
 
@@ -205,6 +226,7 @@ def rows(slugs_by_gpu: dict[str, dict[str, str]], conflicts: dict[str, float],
     pub = load_published()["gpus"]
     out = []
     for key in series_gpus:
+        progress(f"series binaries on {key}")
         m = machine(key)
         pred, codes = predict_series(key, conflicts, m)
         ref = pred[REF]
@@ -215,6 +237,7 @@ def rows(slugs_by_gpu: dict[str, dict[str, str]], conflicts: dict[str, float],
                             binary="series", code=codes[t], sd=sd, per_seed=per,
                             conflict=series_conflict(t, conflicts), ref=codes[REF]))
     for key, slugs in slugs_by_gpu.items():
+        progress(f"flashprof kernels {', '.join(sorted(slugs))} on {key}")
         m = machine(key)
         codes = codes_for(key, slugs)
         pred = {t: kernel_time(c, m, conflicts.get(t, 1.0)) for t, c in codes.items()}
@@ -443,14 +466,18 @@ def report(frame=None, workers: int = 2) -> list[dict]:
     h200 = {t: slug for (t, seq), slug in slugs.items() if seq == SHAPE["seq"]}
     if h200:
         by_gpu[H200] = h200
-    pool = ProcessPoolExecutor(workers) if workers > 1 else None
+    pool = ProcessPoolExecutor(workers, initializer=die_with_parent) if workers > 1 else None
     _POOL = pool
     try:
         recs = rows(by_gpu, conflicts, meas)
+        progress("other shapes")
         recs += other_shape_rows(meas, slugs, conflicts)
         recs += summaries(recs)
+        progress("kernel-7 tile sweep")
         recs += k7_sweep(conflicts)
+        progress("sensitivity to each assumed constant")
         recs += sensitivity(conflicts)
+        progress("done")
     finally:
         _POOL = None
         if pool is not None:
