@@ -129,3 +129,23 @@ def test_kernel7_regex_matches_every_kernel_function_it_can_dispatch_to(toolchai
         name = mangled[base.end():base.end() + int(base.group(1))]  # the Itanium-mangled base name
         assert _re.search(KERNEL7_REGEX, name), name
     assert resolve("7").kernel_regex == KERNEL7_REGEX and resolve("6").kernel_regex == OUR_KERNEL_REGEX
+
+
+def test_sass_command_shows_the_tuned_hopper_kernel7(toolchain, capsys):
+    """`flashprof sass 7 --arch sm_90a` is the kernel the H200 dispatches (tuned.json), with its
+    tensor instructions per KV block counted from the listing here."""
+    from flashprof.kernels.config import load_dispatch
+    from flashprof.kernels.sass.command import main
+    cfg = load_dispatch()["h200"].default
+    assert main(["7", "--arch", "sm_90a", "--format", "json"]) == 0
+    import json
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["slug"] == cfg.slug and rep["arch"] == "sm_90a"
+    text = sass.dump_sass(sass.compile_cubin(cfg, "sm_90a"))
+    fn = rep["function"]
+    body = text.split(f"Function : {fn}")[1].split("Function : ")[0]
+    assert sum(1 for line in body.splitlines() if " HGMMA." in line) == rep["opcodes"]["HGMMA"]
+    if cfg.wgmma:
+        assert rep["loop_tensor_opcodes"] == {"HGMMA": cfg.d_head // 16 + cfg.B_c // 16}
+    assert main(["7", "--arch", "sm_90a"]) == 0
+    assert "tensor ops   HGMMA" in capsys.readouterr().out

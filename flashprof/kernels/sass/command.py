@@ -29,8 +29,18 @@ def _kernel_arg(s: str) -> int:
     return int(s)
 
 
+def _default_gpu(kernel: int, arch: str, gpu: str | None) -> str | None:
+    """``--arch sm_90a`` (Hopper's own instructions) asks for kernel 7 as tuned for a Hopper GPU."""
+    if gpu is not None or kernel != 7 or arch != "sm_90a":
+        return gpu
+    from flashprof.kernels import gpus
+    from flashprof.kernels.config import load_dispatch
+    tuned = load_dispatch()
+    return next((g.slug for g in gpus.GPUS if g.arch == "sm_90" and g.slug in tuned), None)
+
+
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--arch", default="sm_90", help="target, e.g. sm_80, sm_86, sm_90")
+    p.add_argument("--arch", default="sm_90", help="target, e.g. sm_80, sm_86, sm_90, sm_90a")
     p.add_argument("--dtype", default="fp16", choices=DTYPES)
 
 
@@ -45,6 +55,8 @@ def _table(rep: dict) -> str:
              f"  instructions {rep['instructions']}",
              f"  main loop    {rep['loop_start']}-{rep['loop_end']}, "
              f"{rep['loop_instructions']} instructions",
+             "  tensor ops   " + (", ".join(f"{op} {c}" for op, c in rep["loop_tensor_opcodes"].items())
+                                  or "none") + f" per loop pass (one KV block, B_c = {rep['B_c']})",
              f"  opcodes:     {'kernel':>6s} {'loop':>6s}"]
     lines += [f"    {op:<10s} {c:6d} {rep['loop_opcodes'].get(op, 0):6d}"
               for op, c in rep["opcodes"].items()]
@@ -101,11 +113,15 @@ def _main(argv: list[str]) -> int:
             print("\n".join(f"wrote {t.relative_to(REPO)}" for t in touched))
     else:
         p = ArgumentParser(prog="flashprof sass",
-                           description="registers, spills, smem and SASS opcodes of a kernel")
+                           description="registers, spills, smem and SASS opcodes of a kernel; "
+                                       "sub-commands: 'flashprof sass diff A B' (opcode deltas), "
+                                       "'flashprof sass data [--check]' (the committed reports/sass/*.csv)")
         p.add_argument("kernel", type=_kernel_arg, help="kernel number, 1-7")
         _common(p)
+        p.add_argument("--gpu", help="kernel 7: the config tuned for this GPU (a slug, e.g. h200; "
+                       "default: the GPU tuned.json has for --arch sm_90a, else the series' config)")
         p.add_argument("--format", default="table", choices=("table", "json"))
         args = p.parse_args(argv)
-        rep = static_report(args.kernel, args.arch, args.dtype)
+        rep = static_report(args.kernel, args.arch, args.dtype, gpu=_default_gpu(args.kernel, args.arch, args.gpu))
         print(json.dumps(rep, indent=2) if args.format == "json" else _table(rep))
     return 0

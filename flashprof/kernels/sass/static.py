@@ -198,9 +198,22 @@ def loop_info(cubin: Path, dtype: str = "fp16") -> dict:
 
 
 # --------------------------------------------------------------------- report
-def static_report(n: int | str, arch: str = "sm_90", dtype: str = "fp16") -> dict:
-    """Everything ``flashprof sass N`` prints, as a dict (JSON shape)."""
-    cfg = variant(n)
+# SASS tensor-core opcodes (the mnemonic before the first '.'): mma.sync (HMMA, IMMA, DMMA,
+# sparse HMMA shows as HMMA.SP), Hopper's warpgroup MMA (HGMMA, IGMMA, QGMMA for fp8, BGMMA), and
+# Blackwell's tcgen05 (UTCHMMA, UTCQMMA, UTCIMMA, UTCOMMA...).
+TENSOR_OPCODES = ("HMMA", "IMMA", "DMMA", "BMMA", "HGMMA", "IGMMA", "QGMMA", "BGMMA")
+
+
+def is_tensor_opcode(op: str) -> bool:
+    return op in TENSOR_OPCODES or op.startswith("UTC") and op.endswith("MMA")
+
+
+def static_report(n: int | str, arch: str = "sm_90", dtype: str = "fp16", gpu: str | None = None) -> dict:
+    """Everything ``flashprof sass N`` prints, as a dict (JSON shape). ``gpu`` (a slug of
+    kernels/gpus.py) picks kernel 7's tuned config for that GPU; kernels 1-6 have one config."""
+    cfg = variant(n, gpu)
+    if cfg.wgmma and arch == "sm_90":
+        arch = "sm_90a"  # the wgmma form builds for sm_90a only (KernelConfig.target_arch)
     check_arch(arch)
     if dtype not in DTYPES:
         raise ConfigError(f"bad dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
@@ -236,6 +249,9 @@ def _report_from(n: int, cfg: KernelConfig, arch: str, dtype: str, cubin: Path) 
         "loop_start": f"{loop['start']:#06x}",
         "loop_end": f"{loop['end']:#06x}",
         "loop_instructions": sum(loop["opcodes"].values()),
+        # tensor-core instructions per pass of the main loop (one KV block of B_c columns)
+        "loop_tensor_opcodes": {op: c for op, c in loop["opcodes"].items() if is_tensor_opcode(op)},
+        "B_c": cfg.B_c,
         "cubin": str(cubin),
     }
 
