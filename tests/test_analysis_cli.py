@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -142,7 +143,7 @@ def test_foreign_gemm_summary(capsys):
     assert rc == 0
     gemm = next(r for r in json.loads(out) if r["report"] == "gemm_foreign")
     assert gemm["pct_of_fa2"] is None and gemm["ai_l2"] is None and gemm["duration_ns"] > 0
-    assert err.count("\n") == 1 and "analysis: warning:" in err
+    assert err.count("\n") == 1 and "summary: warning:" in err
 
 
 @pytest.mark.slow
@@ -282,7 +283,7 @@ def test_compare_no_regression_when_faster(capsys):
 def test_errors_one_line_exit_2(capsys, argv):
     rc, out, err = _run(capsys, *argv)
     assert rc == 2 and out == ""
-    assert err.count("\n") == 1 and err.startswith("analysis: error: ")
+    assert err.count("\n") == 1 and re.match(r"(summary|compare|gap|flashprof): error: ", err)
     assert "Traceback" not in err
 
 
@@ -300,7 +301,7 @@ def test_real_process_has_no_traceback():
     proc = subprocess.run([sys.executable, "-m", "flashprof", "summary", "nope.ncu-rep"],
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 2
-    assert proc.stderr == "analysis: error: nope.ncu-rep: no such file\n"
+    assert proc.stderr == "summary: error: nope.ncu-rep: no such file\n"
 
 
 def test_pct_of_measured_peak_from_raw_counters_and_ceilings_json(h200_summary, raw_kernels):

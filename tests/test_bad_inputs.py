@@ -196,16 +196,16 @@ def cases(d: Path) -> dict:
                                   f"target: error: target {byo}/two_args.py:attention: attention(q, k) cannot be "
                                   "called as attention(q, k, v)"),
         # ---- reports the analysis cannot read
-        "empty_report": (an + [str(d / "empty.ncu-rep")], {}, f"analysis: error: {d / 'empty.ncu-rep'}: empty file"),
+        "empty_report": (an + [str(d / "empty.ncu-rep")], {}, f"summary: error: {d / 'empty.ncu-rep'}: empty file"),
         "truncated_report": (an + [str(d / "truncated.ncu-rep")], {},
-                             f"analysis: error: {d / 'truncated.ncu-rep'}: contains no profiled ranges "
+                             f"summary: error: {d / 'truncated.ncu-rep'}: contains no profiled ranges "
                              "(truncated or corrupt report?)"),
         "png_report": (an + [str(d / "picture.ncu-rep")], {},
-                       f"analysis: error: {d / 'picture.ncu-rep'}: not an Nsight Compute report (bad file signature)"),
+                       f"summary: error: {d / 'picture.ncu-rep'}: not an Nsight Compute report (bad file signature)"),
         "missing_report": (an + [str(d / "missing.ncu-rep")], {},
-                           f"analysis: error: {d / 'missing.ncu-rep'}: no such file"),
+                           f"summary: error: {d / 'missing.ncu-rep'}: no such file"),
         "dir_without_reports": (an + [str(d / "noreports")], {},
-                                f"analysis: error: {d / 'noreports'}: directory holds no *.ncu-rep files"),
+                                f"summary: error: {d / 'noreports'}: directory holds no *.ncu-rep files"),
         "figures_missing_dir": ([PY, "-m", "flashprof.analysis.charts", "--reports", "/nonexistent"], {},
                                 "figures: error: reports directory /nonexistent does not exist"),
         "figures_empty_dir": ([PY, "-m", "flashprof.analysis.charts", "--reports", str(d / "noreports"), "--out",
@@ -269,7 +269,7 @@ def test_smaller_or_foreign_report_works_with_one_warning(report):
     assert rc == 0 and "Traceback" not in stderr
     lines = stderr.splitlines()
     # One line per report: the quantities it lacks and the ncu options that collect them.
-    assert len(lines) == 1 and lines[0].startswith(f"analysis: warning: {report}: no "), stderr
+    assert len(lines) == 1 and lines[0].startswith(f"summary: warning: {report}: no "), stderr
     assert "(null); collect with: ncu --section " in lines[0]
     assert report in stdout and "duration_ns" in stdout
     tensor = next(ln for ln in stdout.splitlines() if ln.startswith("tensor_tflops "))

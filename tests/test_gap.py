@@ -346,7 +346,7 @@ def test_cli_table():
 def test_cli_errors_one_line_exit_2(argv):
     rc, out, err = _cli(*argv)
     assert rc == 2 and out == ""
-    assert err.count("\n") == 1 and err.startswith("analysis: error: ")
+    assert err.count("\n") == 1 and err.startswith("gap: error: ")
     assert "Traceback" not in err
 
 

@@ -90,7 +90,7 @@ def test_cli_crash_is_one_line_exit_2(tmp_path):
     assert r.returncode == 2 and r.stdout == ""
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
-    assert lines[0].startswith("analysis: error: ") and "SIGSEGV" in lines[0] and str(report) in lines[0]
+    assert lines[0].startswith("summary: error: ") and "SIGSEGV" in lines[0] and str(report) in lines[0]
     assert report.is_file()
 
 

@@ -22,7 +22,7 @@ from flashprof.analysis.report.parse import REPORT_SUFFIX
 from flashprof.analysis.stages.launches import ALL, parse_choice
 from flashprof.analysis.stages.summary import (select_rows, compare, render_compare_table, render_csv, render_json, render_table, summarize_paths)
 
-PROG = "analysis"
+PROG = "summary"  # the verb, as every verb's messages begin ("gap: error: ..."; set by main)
 FORMATS = ("table", "json", "csv")
 
 
@@ -41,7 +41,7 @@ def _expand(args: list[str]) -> list[Path]:
 
 
 def _build_parser() -> ArgumentParser:
-    parser = ArgumentParser(prog=PROG, description="Summarise and compare Nsight Compute reports.")
+    parser = ArgumentParser(prog="flashprof", description="Summarise and compare Nsight Compute reports.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{summary,compare,gap}")
     s = sub.add_parser("summary", help="one column/object per profiled kernel launch")
     s.add_argument("reports", nargs="+", help="report files or directories of them")
@@ -65,8 +65,8 @@ def _build_parser() -> ArgumentParser:
                    help="with --model issue: run the model even if the committed result is fresh")
     g.add_argument("--plot", help="with --model issue: also write the figure to this PNG path")
     for p in (s, c):
-        p.add_argument("--format", choices=FORMATS, default="table")
-    g.add_argument("--format", choices=("table", "json"), default="table")
+        p.add_argument("--format", choices=FORMATS, default="table", help="table, json (one record per launch) or csv (default: %(default)s)")
+    g.add_argument("--format", choices=("table", "json"), default="table", help="output form (default: %(default)s)")
     for p in (s, c, g):
         p.add_argument("--no-cache", action="store_true", help="do not read or write the parquet cache")
     return parser
@@ -169,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         ns = _build_parser().parse_args(argv)
     except SystemExit as exc:  # a usage error (one line, 2) or --help (0), already printed
         return int(exc.code or 0)
+    global PROG
+    PROG = ns.command
     return run_cli(PROG, lambda: _run_and_print(ns))
 
 

@@ -13,7 +13,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
+from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli, doc_summary
 from flashprof.kernels.config import KERNEL_IDS, KernelConfig, variant
 
 from flashprof.paths import BUILD, CSRC  # noqa: E402
@@ -145,9 +145,9 @@ def _progress(i: int, n: int, msg: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = ArgumentParser(prog="flashprof build", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="flashprof build", description=doc_summary(__doc__))
     p.add_argument("kernels", nargs="*", default=["all"], help="1-7 or 'all'")
-    p.add_argument("--jobs", type=int, default=None)
+    p.add_argument("--jobs", type=int, default=None, help="parallel builds (default: half the CPU cores, at most one per config)")
     args = p.parse_args(argv)
     return run_cli("build", lambda: _build_cli(args.kernels, args.jobs))
 

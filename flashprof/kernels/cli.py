@@ -30,6 +30,13 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(2, f"{name}: error: {message} (see --help)\n")
 
 
+def doc_summary(doc: str | None) -> str:
+    """A module docstring's first paragraph on one line: a verb's --help description, whole
+    (its first line alone cuts sentences that go on)."""
+    para = (doc or "").strip().split("\n\n", 1)[0]
+    return " ".join(para.split())
+
+
 def verb_of(prog: str) -> str:
     """The command's short name for error lines: "flashprof sass diff" -> "sass",
     "python -m flashprof.kernels.build" -> "build"."""

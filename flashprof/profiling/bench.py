@@ -20,7 +20,7 @@ from pathlib import Path
 
 from flashprof.kernels.common import harmonic_mean, move_to_history, write_csv_atomic
 
-from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
+from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli, doc_summary
 from flashprof.kernels.gpus import reports_folder
 from flashprof.profiling.workload import BENCH_SEQS, Shape, check_dtype, make_inputs, seed_shape
 
@@ -154,13 +154,13 @@ def retire_file(path: Path) -> Path | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = ArgumentParser(prog="flashprof bench", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="flashprof bench", description=doc_summary(__doc__))
     p.add_argument("--kernels", default="all",
                    help="comma list of 1-7, ref, cudnn, path/to/file.py:fn, module:fn (default all)")
-    p.add_argument("--seqs", default=",".join(map(str, BENCH_SEQS)))
-    p.add_argument("--dtype", default="fp16")
-    p.add_argument("--reps", type=int, default=30)
-    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--seqs", default=",".join(map(str, BENCH_SEQS)), help="sequence lengths, comma list (default: %(default)s)")
+    p.add_argument("--dtype", default="fp16", help="fp16 or bf16 (default: %(default)s)")
+    p.add_argument("--reps", type=int, default=30, help="timed launches per point; the median is reported (default: %(default)s)")
+    p.add_argument("--warmup", type=int, default=5, help="untimed launches first (default: %(default)s)")
     p.add_argument("--out", type=Path, default=None, help="default reports/<gpu>/bench.csv")
     args = p.parse_args(argv)
 

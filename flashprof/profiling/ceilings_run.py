@@ -21,7 +21,7 @@ from flashprof.kernels.gpus import reports_folder
 
 from flashprof.profiling import ceiling_rates as derive
 from flashprof.profiling.env import ROOT, check_writable, git_info, now, smi_clocks, write_json_atomic
-from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
+from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli, doc_summary
 
 RUN_TIMEOUT_S = 300  # the binary takes well under a minute on an H100/H200
 FILES = ("ceilings.json", "ceilings.csv", "ceilings.meta.json", "ceilings.raw.jsonl")
@@ -123,7 +123,7 @@ def _nvcc_facts() -> dict:
 
 
 def cli(argv: list[str] | None = None) -> int:
-    p = ArgumentParser(prog="flashprof ceilings", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="flashprof ceilings", description=doc_summary(__doc__))
     p.add_argument("--out", type=Path, default=None, help="output folder (default reports/<gpu>)")
     p.add_argument("--arch", default=None, help="build for this arch (default: GPU 0's, via nvidia-smi)")
     p.add_argument("--from-output", type=Path, default=None, metavar="RAW",

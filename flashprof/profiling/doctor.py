@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from flashprof.kernels.cli import ArgumentParser, FlashprofError
+from flashprof.kernels.cli import ArgumentParser, FlashprofError, doc_summary
 from flashprof.paths import PROBE_REPORT
 from flashprof.profiling.env import ROOT, smi_clocks
 
@@ -261,7 +261,7 @@ def render(c: dict[str, Check]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = ArgumentParser(prog="flashprof doctor", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="flashprof doctor", description=doc_summary(__doc__))
     p.add_argument("--no-counters", action="store_true", help="skip the ncu run that tests counter access")
     args = p.parse_args(argv)
     print(render(run_checks(counters=not args.no_counters)))

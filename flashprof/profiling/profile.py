@@ -34,7 +34,7 @@ from pathlib import Path
 
 from flashprof.kernels.config import variant
 
-from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
+from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli, doc_summary
 from flashprof.kernels.gpus import reports_folder
 from flashprof.profiling.launches import check_count, check_limit, check_regex, matching, ncu_kernels
 from flashprof.profiling.ncu import (SECTION_SETS, NcuOptions, find_ncu, ncu_command, ncu_version, retire, run_ncu, stop)
@@ -78,14 +78,14 @@ def dispatch_record(name: str, gpu: str, seq: int, dtype: str) -> dict | None:
 
 
 def parse_args(argv):
-    p = ArgumentParser(prog="flashprof profile", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="flashprof profile", description=doc_summary(__doc__))
     p.add_argument("kernel", help="1-7, ref, cudnn, all, path/to/file.py:fn, module:fn, or a comma list")
-    p.add_argument("--seq", type=int, default=4096)
+    p.add_argument("--seq", type=int, default=4096, help="sequence length S (default: %(default)s)")
     p.add_argument("--batch", type=int, default=None, help="default: the series' batch for SEQ (16 up to 4096, 8 at 8192, 4 at 16384)")
-    p.add_argument("--heads", type=int, default=16)
-    p.add_argument("--dtype", default="fp16")
-    p.add_argument("--set", dest="section_set", default="full", choices=SECTION_SETS)
-    p.add_argument("--clock-control", default="none", choices=("none", "base"))
+    p.add_argument("--heads", type=int, default=16, help="attention heads (default: %(default)s)")
+    p.add_argument("--dtype", default="fp16", help="fp16 or bf16 (default: %(default)s)")
+    p.add_argument("--set", dest="section_set", default="full", choices=SECTION_SETS, help="Nsight Compute section set (default: %(default)s)")
+    p.add_argument("--clock-control", default="none", choices=("none", "base"), help="ncu --clock-control; none leaves the GPU's clocks as they are (default: %(default)s)")
     p.add_argument("--out-dir", type=Path, default=None, help="default: reports/<gpu>")
     p.add_argument("--paths-file", type=Path, default=None, help="write the report paths here")
     p.add_argument("--kernel-regex", default=None,

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
+from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli, doc_summary
 from flashprof.kernels.gpus import reports_folder
 
 from flashprof.paths import ROOT  # noqa: E402
@@ -33,10 +33,10 @@ def steps(tune: bool, seq: int, dtype: str) -> list[tuple[str, list[str]]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = ArgumentParser(prog="flashprof session", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="flashprof session", description=doc_summary(__doc__))
     p.add_argument("--tune", action="store_true", help="re-run the kernel-7 sweep first")
-    p.add_argument("--seq", type=int, default=4096)
-    p.add_argument("--dtype", default="fp16")
+    p.add_argument("--seq", type=int, default=4096, help="sequence length of the profiles (default: %(default)s)")
+    p.add_argument("--dtype", default="fp16", help="fp16 or bf16 (default: %(default)s)")
     args = p.parse_args(argv)
 
     def body() -> int:

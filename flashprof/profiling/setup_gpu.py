@@ -27,7 +27,7 @@ import venv
 import zipfile
 from pathlib import Path
 
-from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
+from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli, doc_summary
 
 from flashprof.paths import ROOT  # noqa: E402
 STAMP = ".flashprof-gpu"
@@ -211,8 +211,8 @@ def setup(venv_dir: Path, wheels: Path | None, reqs: list[str], say=print) -> di
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = ArgumentParser(prog="flashprof setup-gpu", description=__doc__.splitlines()[0])
-    p.add_argument("--venv", type=Path, default=ROOT / ".venv")
+    p = ArgumentParser(prog="flashprof setup-gpu", description=doc_summary(__doc__))
+    p.add_argument("--venv", type=Path, default=ROOT / ".venv", help="the venv to make (default: %(default)s)")
     p.add_argument("--wheels", default="", help="install only from this folder (no registry)")
     p.add_argument("--require", action="append", default=None,
                    help="requirement (repeatable); default: pyproject's dependencies + the gpu extra")

@@ -38,7 +38,7 @@ from flashprof.kernels.common import harmonic_mean, write_atomic, write_csv_atom
 from flashprof.kernels.config import TUNED_FILE, ConfigError, KernelConfig
 from flashprof.kernels.gpus import SHIPPED, by_slug, reports_folder
 
-from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli
+from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli, doc_summary
 from flashprof.profiling.shared_lib import SharedLibKernel, build_shared_lib  # noqa: F401 (public names)
 
 from flashprof.paths import ROOT  # noqa: E402
@@ -285,20 +285,20 @@ def write_static(rows: list[dict], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = ArgumentParser(prog="flashprof tune", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="flashprof tune", description=doc_summary(__doc__))
     p.add_argument("--static-only", action="store_true", help="prune without a GPU and stop")
     p.add_argument("--arch", default=None, help=f"static build arch (default: the GPU's, else {SHIPPED.arch})")
     p.add_argument("--gpu", default=None, help=f"GPU slug for --static-only output (default {SHIPPED.slug})")
-    p.add_argument("--dtype", default="fp16")
+    p.add_argument("--dtype", default="fp16", help="fp16 or bf16 (default: %(default)s)")
     p.add_argument("--seqs", default=None, help=f"default {','.join(map(str, TUNE_SEQS))}, "
                    "or with --bucket the bench's S up to it")
     p.add_argument("--bucket", type=int, default=None, metavar="MAX_SEQ",
                    help="tune kernel 7 for S <= MAX_SEQ in --dtype only: the winner becomes that bucket")
     p.add_argument("--space", choices=sorted(SPACES), default="seed",
                    help="seed: the series' space; extended: + persistent grid, 2 CTAs/SM")
-    p.add_argument("--reps", type=int, default=20)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--top", type=int, default=10)
+    p.add_argument("--reps", type=int, default=20, help="timed launches per candidate and S (default: %(default)s)")
+    p.add_argument("--warmup", type=int, default=3, help="untimed launches first (default: %(default)s)")
+    p.add_argument("--top", type=int, default=10, help="candidates shown in the final table (default: %(default)s)")
     p.add_argument("--workers", type=int, default=None,
                    help="worker processes for the sweep, spread round-robin over the visible GPUs "
                         "(default: one per GPU; more than the GPU count only exercises the merge)")

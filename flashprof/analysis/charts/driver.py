@@ -34,7 +34,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli  # noqa: E402
+from flashprof.kernels.cli import ArgumentParser, FlashprofError, doc_summary, run_cli  # noqa: E402
 from flashprof.kernels.common import write_atomic  # noqa: E402
 
 from flashprof.analysis.charts.style import DPI, close
@@ -232,7 +232,7 @@ def write_index(out: Path, captions: list[tuple[str, str]], inp: Inputs, skipped
 
 
 def main(argv=None) -> int:
-    p = ArgumentParser(prog=f"flashprof {PROG}", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog=f"flashprof {PROG}", description=doc_summary(__doc__))
     p.add_argument("--reports", type=Path, default=DEFAULT_REPORTS, help="folder of *.ncu-rep (+ bench.csv)")
     p.add_argument("--out", type=Path, default=None,
                    help="folder for the PNGs (default: figures/ for the shipped reports, else figures/<folder name>/)")

@@ -41,7 +41,7 @@ def _default_gpu(kernel: int, arch: str, gpu: str | None) -> str | None:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arch", default="sm_90", help="target, e.g. sm_80, sm_86, sm_90, sm_90a")
-    p.add_argument("--dtype", default="fp16", choices=DTYPES)
+    p.add_argument("--dtype", default="fp16", choices=DTYPES, help="the instantiation to read (default: %(default)s)")
 
 
 def _table(rep: dict) -> str:
@@ -120,7 +120,7 @@ def _main(argv: list[str]) -> int:
         _common(p)
         p.add_argument("--gpu", help="kernel 7: the config tuned for this GPU (a slug, e.g. h200; "
                        "default: the GPU tuned.json has for --arch sm_90a, else the series' config)")
-        p.add_argument("--format", default="table", choices=("table", "json"))
+        p.add_argument("--format", default="table", choices=("table", "json"), help="output form (default: %(default)s)")
         args = p.parse_args(argv)
         rep = static_report(args.kernel, args.arch, args.dtype, gpu=_default_gpu(args.kernel, args.arch, args.gpu))
         print(json.dumps(rep, indent=2) if args.format == "json" else _table(rep))
