@@ -88,3 +88,38 @@ def test_memo_misses_a_changed_report(fresh, monkeypatch):
     side.write_text('{"kernel": "gemm"}')
     parse.load_frame([rep])
     assert seen
+
+
+def test_background_thread_starts_after_every_import_it_needs(monkeypatch):
+    """The machine thread (GPU check, then parse-ahead) and the main thread (extension build)
+    must never import at the same time: on the H200 they deadlocked in the import system
+    (`make profile KERNEL=7` then `KERNEL=6` hung). So the analysis modules the thread uses are
+    in sys.modules before it starts."""
+    import sys
+    import threading
+
+    from flashprof.profiling import profile as prof
+    seen = {}
+
+    def fake_start(self):
+        seen["modules"] = set(sys.modules)
+
+    monkeypatch.setattr(threading.Thread, "start", fake_start)
+    for name in prof.UP_FRONT_ANALYSIS:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    m = prof.Machine(["6"], 4096, "ncu", preload=True, out_dir=None)
+    m.start(background=True)
+    assert set(prof.UP_FRONT_ANALYSIS) <= seen["modules"]
+    # and the thread's own imports are those modules (nothing else to load later)
+    import inspect
+    src = inspect.getsource(prof.Machine._preload) + inspect.getsource(prof.Machine._prefetch)
+    for line in src.splitlines():
+        line = line.strip()
+        words = line.split()
+        if line.startswith("import flashprof"):
+            mods = [words[1]]
+        elif line.startswith("from flashprof"):  # from X import a, b: X or X.a is the module
+            mods = [words[1] + "." + n.strip(",") for n in words[3:] if not n.startswith("#")]
+        else:
+            continue
+        assert any(m in prof.UP_FRONT_ANALYSIS or words[1] in prof.UP_FRONT_ANALYSIS for m in mods), line

@@ -173,3 +173,24 @@ def test_readme_gpu_block_uses_real_targets():
     assert lines[0] == ["make", "setup", "GPU=1", "WHEELS=.whl"]
     assert all(words[0] == "make" and words[1] in _make_targets() for words in lines)
     assert set(doctor.TARGETS) <= _make_targets()
+
+
+def test_gpu_venv_made_with_a_relative_path_works_from_any_directory(system_venv, tmp_path):
+    """`make setup GPU=1` passes `--venv .venv`: the venv's .pth and its flashprof script must not
+    keep that relative path (on the H200 `.venv/bin/flashprof` failed outside the checkout)."""
+    work = tmp_path / "checkout-like"
+    work.mkdir()
+    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from flashprof.profiling.setup_gpu import main; "
+            "sys.exit(main(sys.argv[1:]))")
+    r = subprocess.run([str(system_venv), "-c", code, "--venv", "rel-venv", "--require", "fp_parentpkg"],
+                       cwd=work, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    script = work / "rel-venv" / "bin" / "flashprof"
+    assert script.read_text().startswith("#!/")
+    r = subprocess.run([str(script), "--version"], cwd=elsewhere, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip(), r.stderr
+    r = subprocess.run([str(work / "rel-venv" / "bin" / "python"), "-c", "import flashprof.paths as p; print(p.PACKAGE)"],
+                       cwd=elsewhere, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and Path(r.stdout.strip()) == (ROOT / "flashprof").resolve(), r.stderr

@@ -139,6 +139,32 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # ------------------------------------------------------------- work beside ncu
+# Every module the background thread imports, imported by the main thread before the thread
+# starts: two threads importing at once deadlocked on the H200 (the thread in matplotlib ->
+# packaging, the main thread in torch's extension build -> setuptools -> packaging, under the
+# venv's import hook; `make profile KERNEL=7` then `KERNEL=6` hung in a futex, 3 of 3 tries).
+# The thread then only computes; what it would import is already in sys.modules.
+UP_FRONT = ("torch", "torch.utils.cpp_extension")
+UP_FRONT_ANALYSIS = ("flashprof.analysis.charts.driver", "flashprof.analysis.stages.summary",
+                     "flashprof.analysis.charts.inputs", "flashprof.analysis.report.parse")
+
+
+def import_up_front(analysis: bool) -> list[str]:
+    """Import :data:`UP_FRONT` (and the analysis modules when ``analysis``) on this thread; a
+    module that fails to import is left to the code that needs it (it raises its own error
+    there: "no torch" from the GPU check). Returns the names imported."""
+    import importlib
+    done = []
+    for group in (UP_FRONT, UP_FRONT_ANALYSIS if analysis else ()):
+        for name in group:
+            try:
+                importlib.import_module(name)
+                done.append(name)
+            except Exception:  # noqa: BLE001 - met again, and reported, where it is used
+                break  # the rest of the group needs this one
+    return done
+
+
 class Machine:
     """What the sidecars need of this machine (GPU, software, clocks, ncu version), the
     GPU check and the tile check against this GPU's tuned kernel 7, in a background
@@ -159,6 +185,7 @@ class Machine:
 
     def start(self, background: bool) -> "Machine":
         if background:
+            import_up_front(self.preload)
             self._thread.start()
         else:  # the analysis imports then happen when the analysis starts
             self._check()

@@ -64,6 +64,7 @@ def _norm(name: str) -> str:
 
 def make_venv(path: Path) -> Path:
     """Create (or reuse) a venv at ``path`` that sees this interpreter's packages; returns its python."""
+    path = path.resolve()  # absolute: its script's #! line and its .pth work from any directory
     cfg = path / "pyvenv.cfg"
     if cfg.exists() and "include-system-site-packages = true" not in cfg.read_text():
         raise SetupError(f"{path} exists but cannot see the system's packages (a CPU venv from "
@@ -77,7 +78,7 @@ def make_venv(path: Path) -> Path:
     # Only the package `flashprof` goes on the path (a folder holding a link to it), never the
     # checkout root: its kernels/, profiling/ and analysis/ must not shadow PyPI packages of
     # those names (Hugging Face's `kernels`, for one).
-    src = path.resolve() / "flashprof-src"  # absolute: the venv works from any directory
+    src = path / "flashprof-src"
     src.mkdir(exist_ok=True)
     link = src / "flashprof"
     if link.is_symlink() or link.exists():
