@@ -15,14 +15,23 @@ make setup GPU=1 WHEELS=.whl > "$OUT/setup.log" 2>&1 || { tail -20 "$OUT/setup.l
 say "setup done"
 ROOT=$PWD
 (cd /tmp && "$ROOT/.venv/bin/flashprof" --version && "$ROOT/.venv/bin/flashprof" summary "$ROOT/tests/data/kinds/h200_bf16_full.ncu-rep" --format csv | head -c 300) \
-    > "$OUT/venv_elsewhere.log" 2>&1; say "venv from /tmp: exit $?"
+    > "$OUT/venv_elsewhere.log" 2>&1; say "venv from /tmp: exit $?: $(head -c 200 "$OUT/venv_elsewhere.log")"
 mkdir -p /tmp/scratch
+export PYTHONFAULTHANDLER=1   # a hang dumps every thread's stack when the watchdog sends SIGABRT
 for k in 7 6; do
-    say "profile $k"
-    timeout -s ABRT ${LIMIT:-200} .venv/bin/python -X faulthandler -P -m flashprof profile $k --out-dir /tmp/scratch \
-        --timing-json "$OUT/timing_$k.json" > "$OUT/profile_$k.log" 2>&1
-    say "profile $k exit $?"; tail -n 4 "$OUT/profile_$k.log"
+    say "make profile KERNEL=$k"
+    make --no-print-directory profile KERNEL=$k > "$OUT/profile_$k.log" 2>&1 &
+    pid=$!; t=0
+    while kill -0 $pid 2>/dev/null && [ $t -lt ${LIMIT:-200} ]; do sleep 2; t=$((t + 2)); done
+    if kill -0 $pid 2>/dev/null; then
+        say "make profile KERNEL=$k still running after $t s: SIGABRT to its Python processes"
+        pkill -ABRT -f "flashprof profile|flashprof.profiling" ; sleep 3; kill $pid 2>/dev/null
+    fi
+    wait $pid; say "make profile KERNEL=$k exit $?"; tail -n 3 "$OUT/profile_$k.log"
 done
+cp build/profile_timing.json "$OUT/timing_last.json" 2>/dev/null
+cp reports/h200/kernel7.ncu-rep reports/h200/kernel7.json reports/h200/kernel6.json /tmp/scratch/ 2>/dev/null
+[ "${INT_MM:-1}" = 1 ] || { tar -C /tmp/scratch -cf "$OUT/profiles.tar" .; say done; exit 0; }
 say "int_mm under ncu"
 cat > /tmp/int_mm.py <<'PY'
 import torch

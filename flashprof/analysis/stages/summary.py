@@ -75,8 +75,9 @@ def summary_keys() -> tuple[str, ...]:
 
 SUMMARY_KEYS = summary_keys()
 # Executed warp instructions of these opcodes go into ``inst_mix`` (all opcodes are in the
-# long frame / flashprof.analysis.stages.pipes): tensor, the FP32 softmax work, MUFU exp2, smem loads.
-INST_MIX_OPCODES = ("HMMA", "FFMA", "FMUL", "FADD", "FMNMX", "MUFU", "LDSM", "IMAD")
+# long frame / flashprof.analysis.stages.pipes): tensor (mma.sync HMMA, Hopper warpgroup HGMMA), the FP32
+# softmax work, MUFU exp2, smem loads.
+INST_MIX_OPCODES = ("HMMA", "HGMMA", "FFMA", "FMUL", "FADD", "FMNMX", "MUFU", "LDSM", "IMAD")
 INST_EXECUTED_METRIC = recipes.INST_EXECUTED_METRIC
 REF_VARIANT = "ref"
 # Regression thresholds for `compare` (B against baseline A).
