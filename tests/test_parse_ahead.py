@@ -101,15 +101,22 @@ def test_background_thread_starts_after_every_import_it_needs(monkeypatch):
     from flashprof.profiling import profile as prof
     seen = {}
 
-    def fake_start(self):
-        seen["modules"] = set(sys.modules)
+    import importlib
+    asked = []
+    real = importlib.import_module
+
+    def recording_import(name, *a, **k):
+        asked.append(name)
+        return real(name, *a, **k)
+
+    def fake_start(self):  # noqa: F811 - the snapshot at the moment the thread would start
+        seen["asked"] = list(asked)
 
     monkeypatch.setattr(threading.Thread, "start", fake_start)
-    for name in prof.UP_FRONT_ANALYSIS:
-        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.setattr(importlib, "import_module", recording_import)
     m = prof.Machine(["6"], 4096, "ncu", preload=True, out_dir=None)
     m.start(background=True)
-    assert set(prof.UP_FRONT_ANALYSIS) <= seen["modules"]
+    assert set(prof.UP_FRONT_ANALYSIS) <= set(seen["asked"]) and set(prof.UP_FRONT_ANALYSIS) <= set(sys.modules)
     # and the thread's own imports are those modules (nothing else to load later)
     import inspect
     src = inspect.getsource(prof.Machine._preload) + inspect.getsource(prof.Machine._prefetch)
