@@ -45,6 +45,8 @@ def _build_parser() -> ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="{summary,compare,gap}")
     s = sub.add_parser("summary", help="one column/object per profiled kernel launch")
     s.add_argument("reports", nargs="+", help="report files or directories of them")
+    s.add_argument("--keep-going", action="store_true",
+                   help="with a folder: exit 0 even when unreadable reports were skipped (they are still named)")
     s.add_argument("--launch", default="all", metavar="N|dominant|all",
                    help="which launches of each report: all (default), the one carrying the most GPU time, "
                         "or launch N (a report with one launch keeps it)")
@@ -139,7 +141,15 @@ def _run(ns: argparse.Namespace) -> str:
             choice = parse_choice(ns.launch)
         except ValueError as exc:
             raise ReportError(str(exc)) from None
-        rows = summarize_paths(_expand(ns.reports), cache=cache)
+        paths = _expand(ns.reports)
+        # a folder or several reports: each unusable one is named and left out (exit 1 after
+        # the rest is printed, 0 with --keep-going); a single named report is all or nothing
+        skipped = [] if len(paths) > 1 else None
+        rows = summarize_paths(paths, cache=cache, skipped=skipped)
+        for path, why in skipped or ():
+            print(f"{PROG}: skipped {path}: {why.removeprefix(str(path) + ': ')}", file=sys.stderr)
+        if skipped:
+            ns.exit_status = 0 if ns.keep_going else 1
         if choice != ALL:
             try:
                 rows = select_rows(rows, choice)
@@ -183,7 +193,7 @@ def _run_and_print(ns: argparse.Namespace) -> int:
         sys.stdout.flush()
     except BrokenPipeError:  # `... | head` closed the pipe: not an error of ours
         sys.stdout = open(os.devnull, "w")
-    return 0
+    return getattr(ns, "exit_status", 0)
 
 
 if __name__ == "__main__":

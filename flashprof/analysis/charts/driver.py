@@ -120,6 +120,7 @@ def build(inp: Inputs, out: Path, only=None, log=print, jobs: int | None = None)
         work += [(name, i, str(out)) for i in range(len(listed))]
         captions += [(fname, cap) for fname, _, cap in listed]
     written = _draw_all(inp, work, log, jobs)
+    skipped += [f"- report {Path(q).name} not read: {w}" for q, w in inp.skipped]
     if not only:  # a partial run would leave an index that misses the other figures
         write_index(out, captions, inp, skipped)
     return written
@@ -240,6 +241,8 @@ def main(argv=None) -> int:
     p.add_argument("--only", nargs="+", metavar="NAME", help=f"subset of: {', '.join(FIGURES)}")
     p.add_argument("--no-cache", action="store_true", help="do not use the parse cache")
     p.add_argument("--jobs", type=int, default=None, help="drawing processes (default: CPUs, at most 4)")
+    p.add_argument("--keep-going", action="store_true",
+                   help="exit 0 even when unreadable reports of the folder were skipped (they are still named)")
     p.add_argument("--launch", default="dominant", metavar="N|dominant|all",
                    help="the launch of each multi-launch report the charts show: its index, the one carrying "
                         "the most GPU time (default), or all")
@@ -257,12 +260,15 @@ def _run(args) -> int:
         args.out = out_dir(args.reports, args.out)
         inp = make_inputs(args.reports, args.sass, cache=not args.no_cache, launch=launch)
         written = build(inp, args.out, args.only, jobs=args.jobs)
+        for path, why in inp.skipped:
+            print(f"{PROG}: skipped {path}: {why.removeprefix(str(path) + ': ')}", file=sys.stderr)
     except (FlashprofError, OSError, ValueError, KeyError) as exc:
         if os.environ.get("FLASHPROF_DEBUG"):
             raise
         raise FiguresError(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__) from None
-    print(f"{PROG}: {len(written)} file(s) in {args.out} ({time.perf_counter() - t0:.1f} s)")
-    return 0
+    print(f"{PROG}: {len(written)} file(s) in {args.out} ({time.perf_counter() - t0:.1f} s)"
+          + (f"; {len(inp.skipped)} unreadable report(s) skipped" if inp.skipped else ""))
+    return 1 if inp.skipped and not args.keep_going else 0
 
 
 if __name__ == "__main__":

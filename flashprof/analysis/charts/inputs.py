@@ -52,6 +52,7 @@ class Inputs:
     _sources: dict = field(default_factory=dict, repr=False)
     notes: dict = field(default_factory=dict, repr=False)  # (figure, file) -> why it was left out
     listed: dict = field(default_factory=dict, repr=False)  # figure -> its jobs
+    skipped: list = field(default_factory=list, repr=False)  # (path, why): unusable reports left out
 
     def note(self, figure: str, what: str, why: str) -> None:
         self.notes[(figure, what)] = why
@@ -79,7 +80,10 @@ class Inputs:
     def frame(self) -> pd.DataFrame:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            frame = load_frame(self.paths, cache=self.cache)
+            frame = load_frame(self.paths, cache=self.cache, skipped=self.skipped)
+        if self.skipped:  # the folder's other reports go on; the command names these and exits 1
+            bad = {str(q) for q, _w in self.skipped}
+            self.paths = [q for q in self.paths if str(q) not in bad]
         for w in caught:
             print(f"{PROG}: warning: {w.message}", flush=True)
         return frame

@@ -41,7 +41,7 @@ def out_path(reports_dir: Path, out: Path | None) -> Path:
     return out
 
 
-def gather(reports_dir: Path, cache: bool = True, log=print) -> dict:
+def gather(reports_dir: Path, cache: bool = True, log=print, skipped: list | None = None) -> dict:
     """Everything the page shows, as plain data (``flashprof.analysis.page.data``)."""
     from flashprof.analysis.charts.inputs import make_inputs
     from flashprof.analysis.page import assemble
@@ -52,16 +52,22 @@ def gather(reports_dir: Path, cache: bool = True, log=print) -> dict:
     inp = make_inputs(reports_dir, cache=cache, launch=ALL_LAUNCHES)  # the page holds every launch
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the page's Reports table lists what each report lacks
-        inp.__dict__["frame"] = load_frame(inp.paths, cache=cache)  # Inputs.frame would print them
+        # Inputs.frame would print them; an unreadable report is left out and named (skipped)
+        inp.__dict__["frame"] = load_frame(inp.paths, cache=cache, skipped=inp.skipped)
+        bad = {str(q) for q, _w in inp.skipped}
+        inp.paths = [q for q in inp.paths if str(q) not in bad]
         records = summarize_paths(inp.paths, cache=cache)
+    if skipped is not None:
+        skipped += inp.skipped
     return assemble.page_data(inp, records, log=log)
 
 
-def build(reports_dir: Path, out: Path | None = None, cache: bool = True, log=print) -> Path:
+def build(reports_dir: Path, out: Path | None = None, cache: bool = True, log=print,
+          skipped: list | None = None) -> Path:
     from flashprof.analysis.page import render
     reports_dir = Path(reports_dir)
     target = out_path(reports_dir, out)
-    data = gather(reports_dir, cache=cache, log=log)
+    data = gather(reports_dir, cache=cache, log=log, skipped=skipped)
     page = render.page(data)
     target.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(target, page)
@@ -75,6 +81,8 @@ def main(argv=None) -> int:
                    help=f"the page (default: {PAGE} beside the folder's figures: figures/ for reports/h200, "
                         "else figures/<folder name>/)")
     p.add_argument("--no-cache", action="store_true", help="do not use the parse cache")
+    p.add_argument("--keep-going", action="store_true",
+                   help="exit 0 even when unreadable reports of the folder were skipped (they are still named)")
     args = p.parse_args(argv)
     return run_cli(PROG, lambda: _run(args))
 
@@ -82,7 +90,8 @@ def main(argv=None) -> int:
 def _run(args) -> int:
     t0 = time.perf_counter()
     try:
-        target = build(args.reports, args.out, cache=not args.no_cache)
+        skipped: list = []
+        target = build(args.reports, args.out, cache=not args.no_cache, skipped=skipped)
     except (FlashprofError, ReportError, OSError, ValueError, KeyError) as exc:
         if os.environ.get("FLASHPROF_DEBUG"):
             raise
@@ -91,7 +100,9 @@ def _run(args) -> int:
     size = target.stat().st_size / 1e6
     print(f"{PROG}: {target} ({size:.1f} MB, {time.perf_counter() - t0:.1f} s); open it in any browser, "
           "offline; send the one file")
-    return 0
+    for path, why in skipped:
+        print(f"{PROG}: skipped {path}: {why.removeprefix(str(path) + ': ')}", file=sys.stderr)
+    return 1 if skipped and not args.keep_going else 0
 
 
 if __name__ == "__main__":

@@ -49,6 +49,14 @@ def open_report(path: Path):
         raise ReportError(f"{path}: contains no profiled ranges (truncated or corrupt report?)")
     if sum(report.range_by_idx(i).num_actions() for i in range(report.num_ranges())) == 0:
         raise ReportError(f"{path}: contains no profiled kernel launches")
+    # A file cut inside a launch's record still loads: that launch comes back with no kernel
+    # name and not one metric (seen for kernel6.ncu-rep cut at 25-99 % of its bytes). A real
+    # launch always has both, so such a report is refused, never read as an empty launch.
+    for _r, launch, action in _iter_actions(report):
+        if action.name() is None and not action.metric_names():
+            size = path.stat().st_size if Path(path).exists() else 0
+            raise ReportError(f"{path}: incomplete report (launch {launch} has no kernel name and no metrics: "
+                              f"the file, {size} bytes, is truncated or was not finished by ncu)")
     return report
 
 

@@ -69,6 +69,8 @@ def _check_file(path: Path) -> None:
         head = f.read(len(_MAGIC))
     if head != _MAGIC:
         raise ReportError(f"{path}: not an Nsight Compute report (bad file signature)")
+    from flashprof.analysis.report.structure import check_blocks
+    check_blocks(path)  # a file cut short (or never finished) is refused here, in the parent: ~1 ms
 
 
 # --------------------------------------------------------------------------- sidecar
@@ -278,7 +280,30 @@ def _extract_many(jobs: list[tuple[Path, dict, Path]]) -> list[ReportError | Non
         return list(pool.map(one, jobs))
 
 
-def _load_many(plist: list[Path], cache: bool) -> list[pd.DataFrame]:
+def _load_many(plist: list[Path], cache: bool, skipped: list | None = None) -> list[pd.DataFrame]:
+    if skipped is not None:
+        good = []
+        for p in plist:
+            try:
+                _check_file(p)
+                good.append(p)
+            except ReportError as e:
+                skipped.append((p, str(e)))
+        if not good:
+            raise ReportError("; ".join(why for _p, why in skipped))
+        try:
+            return _load_many(good, cache)  # all at once (parallel workers) when all are good
+        except ReportError:
+            pass
+        frames = []
+        for p in good:  # else one at a time: a bad report costs only itself
+            try:
+                frames += _load_many([p], cache)
+            except ReportError as e:
+                skipped.append((p, str(e)))
+        if not frames:
+            raise ReportError("; ".join(why for _p, why in skipped))
+        return frames
     for p in plist:
         _check_file(p)
     use_cache = cache and _have_pyarrow()
@@ -337,15 +362,20 @@ def _as_paths(paths) -> list[Path]:
     return out
 
 
-def load_frame(paths, cache: bool = True) -> pd.DataFrame:
+def load_frame(paths, cache: bool = True, skipped: list | None = None) -> pd.DataFrame:
     """Parse reports into the long frame (see module docstring); warns once per report
     that lacks quantities the analysis reports.
 
     ``paths``: one path or an iterable of paths to ``.ncu-rep`` files. Raises
-    ReportError naming the file for anything that is not a usable report.
+    ReportError naming the file for anything that is not a usable report; with ``skipped``
+    (a list, for folder commands) each unusable report is appended to it as
+    ``(path, reason)`` and left out instead, and only a set with no usable report raises.
     """
     plist = _as_paths(paths)
-    frames = _load_many(plist, cache)
+    frames = _load_many(plist, cache, skipped)
+    if skipped is not None:
+        bad = {str(q) for q, _why in skipped}
+        plist = [q for q in plist if str(q) not in bad]
     # Two reports with one stem (reports/h200/ref, reports/a100/ref) get the parent
     # folder as a prefix so that the key stays unique.
     stems = [_stem(p) for p in plist]

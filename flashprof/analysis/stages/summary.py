@@ -360,9 +360,13 @@ def compare(a_rows: list[dict], b_rows: list[dict]) -> list[dict]:
 
 
 # --------------------------------------------------------------------------- I/O glue
-def summarize_paths(paths, cache: bool = True) -> list[dict]:
-    """load_frame + summarize, also loading FA2 reference reports found next to inputs."""
-    frame = load_frame(paths, cache=cache)
+def summarize_paths(paths, cache: bool = True, skipped: list | None = None) -> list[dict]:
+    """load_frame + summarize, also loading FA2 reference reports found next to inputs;
+    ``skipped``: see load_frame (unusable reports are listed there and left out)."""
+    frame = load_frame(paths, cache=cache, skipped=skipped)
+    if skipped:
+        bad = {os.path.realpath(q) for q, _w in skipped}
+        paths = [q for q in paths if os.path.realpath(q) not in bad]
     given = {os.path.realpath(p) for p in paths}
     extra = [p for p in find_ref_reports(paths) if os.path.realpath(p) not in given]
     ref_frame = None
