@@ -19,6 +19,8 @@ SOL = ROOT / "tests" / "data" / "fa2_sol_only.ncu-rep"
 GEMM = ROOT / "tests" / "data" / "gemm_foreign.ncu-rep"
 H200 = ROOT / "reports" / "h200"
 KERNELS = {str(i): H200 / f"kernel{i}.ncu-rep" for i in range(1, 8)}
+# Kernel 7's mma.sync form (target 7mma): the kernel 7 the gap models simulate.
+KERNEL7_MMA = H200 / "kernel7mma.ncu-rep"
 
 
 def raw_metrics(path: Path, launch: int = 0) -> dict:
@@ -55,11 +57,11 @@ def raw_kernels() -> dict:
 
 @pytest.fixture(scope="session")
 def kernel_frame():
-    """All nine H200 reports (kernels 1-7, FA2, cuDNN), parsed without the cache."""
+    """All ten H200 series reports (kernels 1-7, kernel 7's mma.sync form 7mma, FA2, cuDNN), parsed without the cache."""
     from flashprof.analysis.report.parse import load_frame
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        series = {f"kernel{i}" for i in range(1, 8)} | {"ref", "cudnn"}
+        series = {f"kernel{i}" for i in range(1, 8)} | {"kernel7mma", "ref", "cudnn"}
         # reports/h200 also holds user targets (examples/): this fixture is the series only.
         return load_frame(sorted(p for p in H200.glob("*.ncu-rep") if p.name[:-8] in series), cache=False)
 

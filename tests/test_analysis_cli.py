@@ -50,6 +50,12 @@ def _tflops(raw: dict, tensor_name: str, fp32_too: bool = False) -> float:
 
 
 HMMA = "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32_sparsity_off"
+HGMMA = "sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off"  # wgmma fp16 (f32 accumulate)
+
+
+def _path(raw: dict) -> str:
+    """The tensor counter of the instruction a kernel ran: HGMMA for the wgmma kernel 7, else HMMA."""
+    return HGMMA if raw.get(f"{HGMMA}.sum.per_cycle_elapsed", 0) > 0 else HMMA
 
 
 def test_summary_json_keys_and_values(summary_json, raw_ref, raw_cudnn):
@@ -106,8 +112,8 @@ def test_kernel_pct_of_fa2_from_raw_durations(h200_summary, raw_ref, raw_kernels
         assert rec["duration_ns"] == raw["gpu__time_duration.sum"]
         assert rec["pct_of_fa2"] == pytest.approx(
             100 * raw_ref["gpu__time_duration.sum"] / raw["gpu__time_duration.sum"], rel=1e-12), k
-        assert rec["tflops"] == pytest.approx(_tflops(raw, HMMA), rel=1e-9)
-        assert rec["total_tflops"] == pytest.approx(_tflops(raw, HMMA, fp32_too=True), rel=1e-9)
+        assert rec["tflops"] == pytest.approx(_tflops(raw, _path(raw)), rel=1e-9)
+        assert rec["total_tflops"] == pytest.approx(_tflops(raw, _path(raw), fp32_too=True), rel=1e-9)
         assert 0 < rec["pct_of_fa2"] < 150
 
 
@@ -186,7 +192,7 @@ def test_directory_argument_and_table(capsys):
     assert len(header) == len(stems)
     assert all(h == s or (len(h) == 16 and "…" in h and s.startswith(h.split("…")[0])) for h, s in zip(header, stems))
     one = [h for h, s in zip(header, stems) if "#" not in s]  # single-launch reports
-    assert one[:9] == ["cudnn"] + [f"kernel{i}" for i in range(1, 8)] + ["ref"]
+    assert one[:10] == ["cudnn"] + [f"kernel{i}" for i in range(1, 8)] + ["kernel7mma", "ref"]
     assert any(line.startswith("tensor_tflops_peak") for line in lines)
     body = lines[lines.index(next(line for line in lines if line.split() == header)) + 1:]
     # The cells are each report's own numbers, in the header's order: the duration row
@@ -309,10 +315,12 @@ def test_pct_of_measured_peak_from_raw_counters_and_ceilings_json(h200_summary, 
     over the measured FLOP/clk/SM x SMs from reports/h200/ceilings.json, both at the
     kernel's own clock (the clock cancels)."""
     doc = json.loads((ROOT / "reports" / "h200" / "ceilings.json").read_text())
-    mma = next(m for m in doc["measurements"] if m["name"] == "mma_f16_f32" and m["kind"] == "throughput")
+    roof = {n: next(m for m in doc["measurements"] if m["name"] == n and m["kind"] == "throughput")
+            for n in ("mma_f16_f32", "wgmma_f16_f32")}
     for k in ("1", "6", "7"):
         raw = raw_kernels[k]
-        want = 100 * raw[f"{HMMA}.sum.per_cycle_elapsed"] / (mma["value"] * doc["sm_count"])
+        mma = roof["wgmma_f16_f32" if _path(raw) == HGMMA else "mma_f16_f32"]
+        want = 100 * raw[f"{_path(raw)}.sum.per_cycle_elapsed"] / (mma["value"] * doc["sm_count"])
         rec = h200_summary[f"kernel{k}"]
         assert rec["pct_of_measured_peak"] == pytest.approx(want, rel=1e-9), k
         assert rec["provenance"]["pct_of_measured_peak"] == "measured"

@@ -77,7 +77,7 @@ def test_config_error_reaches_the_user_as_one_line(capsys):
 
     assert run_cli("prog", lambda: variant(9)) == 2
     err = capsys.readouterr().err.splitlines()
-    assert err == ["prog: error: unknown kernel 9: valid kernels are 1-7"]
+    assert err == ["prog: error: unknown kernel 9: valid kernels are 1-7 and 7mma"]
     with pytest.raises(ValueError):  # callers that validate with `except ValueError` still catch it
         variant(9)
 

@@ -21,7 +21,7 @@ from flashprof.analysis.gap.pipes_model.pipes_report import gap_table, limitatio
 from flashprof.analysis.gap.pipes_model.work import group_ratios, loop_trips, scale_by_loop, scale_opcodes, static_counts, work_from_opcodes
 from flashprof.analysis.__main__ import main
 from flashprof.analysis.report.parse import FRAME_COLUMNS
-from conftest import REF, ROOT
+from conftest import KERNEL7_MMA, REF, ROOT, raw_metrics
 
 GPUS = load_gpus()
 PUB = load_published()
@@ -382,9 +382,11 @@ def h200_gap(kernel_frame):
 def test_measured_cycles_are_the_raw_counter(h200_gap, raw_kernels, raw_ref):
     h = h200_gap[h200_gap["gpu_key"] == "h200_sxm"].set_index("target")
     assert set(h.index) == set(TARGETS)
-    for k, raw in {**raw_kernels, "ref": raw_ref}.items():
+    # the models' kernel 7 is its mma.sync form (kernel7mma); the wgmma kernel 7 is not modelled
+    for k, raw in {**raw_kernels, "7": raw_metrics(KERNEL7_MMA), "ref": raw_ref}.items():
         assert h.loc[k, "measured_cycles"] == raw["sm__cycles_elapsed.avg"], k
-        assert h.loc[k, "work_source"] == f"measured ({'ref' if k == 'ref' else 'kernel' + k})"
+        stem = {"ref": "ref", "7": "kernel7mma"}.get(k, f"kernel{k}")
+        assert h.loc[k, "work_source"] == f"measured ({stem})"
     # No other GPU has a measured point.
     assert h200_gap[h200_gap["gpu_key"] != "h200_sxm"]["measured_cycles"].isna().all()
 
@@ -412,7 +414,7 @@ def test_alpha_fitted_on_h200_points_only(h200_gap, kernel_frame):
 
 def test_h200_pipe_mapping_on_kernel_reports(kernel_frame):
     chk = pipe_check(kernel_frame)
-    assert set(chk["report"]) == {f"kernel{i}" for i in range(1, 8)} | {"ref"}
+    assert set(chk["report"]) == {f"kernel{i}" for i in range(1, 7)} | {"kernel7mma", "ref"}
     for _, r in chk.iterrows():
         assert r["model_pct"] == pytest.approx(r["ncu_pct"], abs=1.5), (r["report"], r["pipe"])
 
@@ -436,7 +438,7 @@ def test_h200_errors_against_bench_and_limitations(kernel_frame):
 def test_carried_kernel7_uses_the_loop_of_the_profiled_config(kernel_frame):
     """Kernel 7 on the A100/3090 is the H200 counters plus the loop-body delta of the config
     the H200 report ran (its sidecar's config_slug), not the seed config's."""
-    side = json.loads((ROOT / "reports" / "h200" / "kernel7.json").read_text())
+    side = json.loads((ROOT / "reports" / "h200" / "kernel7mma.json").read_text())
     o = load_static(ROOT / "reports" / "sass" / "opcodes.csv")
     t = gap_table(kernel_frame, o, GPUS, PUB, None).set_index(["target", "gpu_key"])
     for key, arch in (("a100_80gb", "sm_80"), ("rtx3090", "sm_86")):
@@ -444,7 +446,7 @@ def test_carried_kernel7_uses_the_loop_of_the_profiled_config(kernel_frame):
         assert "loop-body delta sm_90->" + arch in src and side["config_slug"] in src
         assert "loop-body delta" in t.loc[("6", key), "work_source"]
     # The H200 rows stay measured and alpha stays the H200-only fit.
-    assert t.loc[("7", "h200_sxm"), "work_source"] == "measured (kernel7)"
+    assert t.loc[("7", "h200_sxm"), "work_source"] == "measured (kernel7mma)"
     plain = gap_table(kernel_frame, None, GPUS, PUB, None)
     assert t["alpha"].iloc[0] == plain["alpha"].iloc[0]
     notes = limitations(t.reset_index())

@@ -1,4 +1,4 @@
-"""The kernel 7 the H200 dispatches (wgmma), profiled: reports/h200/dispatched/kernel7.ncu-rep.
+"""The kernel 7 the H200 dispatches (wgmma), profiled: reports/h200/kernel7.ncu-rep.
 Its summary names the Hopper tensor instruction, HGMMA, with the count the report holds and the
 count the kernel's shape implies."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from conftest import raw_metrics, raw_opcodes
 
 ROOT = Path(__file__).resolve().parents[1]
-REPORT = ROOT / "reports" / "h200" / "dispatched" / "kernel7.ncu-rep"
+REPORT = ROOT / "reports" / "h200" / "kernel7.ncu-rep"
 pytestmark = pytest.mark.skipif(not REPORT.is_file(), reason=f"{REPORT} absent")
 
 

@@ -301,14 +301,14 @@ def test_source_frame(ref_source):
 
 
 @pytest.fixture(scope="module")
-def k7_source():
-    return load_source_frame(KERNELS["7"])
+def mma_source():
+    return load_source_frame(KERNELS["6"])
 
 
-def test_kernel_source_frame_has_lineinfo(k7_source):
+def test_kernel_source_frame_has_lineinfo(mma_source):
     """Kernels are built with -lineinfo and profiled with --import-source yes: most SASS
     instructions map to a CUDA line of kernels/csrc/*.cuh."""
-    src = k7_source
+    src = mma_source
     assert src["function"].iloc[0] == "flash_fwd_kernel" and src["pc"].is_unique
     ours = src["file"].str.contains("kernels/csrc/") & src["file"].str.endswith(".cuh")
     assert ours.mean() > 0.8, ours.mean()
@@ -319,9 +319,9 @@ def test_kernel_source_frame_has_lineinfo(k7_source):
     assert {"mma.cuh", "softmax.cuh", "flash_fwd.cuh"} <= names
 
 
-def test_kernel_source_frame_sums_to_report_totals(k7_source):
-    raw = raw_metrics(KERNELS["7"])
-    src = k7_source
+def test_kernel_source_frame_sums_to_report_totals(mma_source):
+    raw = raw_metrics(KERNELS["6"])
+    src = mma_source
     assert src["samples"].sum() == pytest.approx(raw["smsp__pcsamp_sample_count"])
     assert src["inst_executed"].sum() == pytest.approx(raw["inst_executed"])
     # Every sample is attributed to exactly one reason (the issuing warp counts as

@@ -287,6 +287,12 @@ TITLES = {
 }
 
 KERNEL_IDS = tuple(VARIANTS)
+#: Kernel 7's mma.sync form, a target of its own: on a GPU whose tuned kernel 7 is the
+#: Hopper wgmma config, "7mma" is the best mma.sync config of the same sweep (tuned.json's
+#: ``mma_sync`` entry for that GPU), the code path the series' A100 and RTX 3090 kernels
+#: share; without such an entry it is the series' kernel 7 (``VARIANTS[7]``).
+MMA_SYNC_KEY = "7mma"
+MMA_SYNC_TITLE = "auto-tuned, mma.sync path"
 #: The references every kernel is compared with, as targets: "ref" = FlashAttention-2
 #: (PyTorch SDPA flash backend), "cudnn" = cuDNN SDPA; profiling/reference.py runs them.
 REFERENCE_IDS = ("ref", "cudnn")
@@ -406,14 +412,40 @@ def _check_kernel(n: int | str) -> int:
     try:
         n = int(n)
     except (TypeError, ValueError):
-        raise ConfigError(f"unknown kernel {n!r}: valid kernels are 1-7") from None
+        raise ConfigError(f"unknown kernel {n!r}: valid kernels are 1-7 and {MMA_SYNC_KEY}") from None
     if n not in VARIANTS:
-        raise ConfigError(f"unknown kernel {n!r}: valid kernels are 1-7")
+        raise ConfigError(f"unknown kernel {n!r}: valid kernels are 1-7 and {MMA_SYNC_KEY}")
     return n
 
 
+def mma_sync_entry(gpu: str | None, path: Path | None = None) -> dict | None:
+    """tuned.json's ``mma_sync`` entry of ``gpu`` (None where it has none)."""
+    path = path or TUNED_FILE
+    if gpu is None or not path.exists():
+        return None
+    entry = json.loads(path.read_text()).get(gpu) or {}
+    return entry.get("mma_sync") if isinstance(entry.get("mma_sync"), dict) else None
+
+
+def mma_sync_variant(gpu: str | None = None, path: Path | None = None) -> KernelConfig:
+    """Kernel 7's mma.sync config on ``gpu`` (see ``MMA_SYNC_KEY``)."""
+    entry = mma_sync_entry(gpu, path)
+    if entry is None:
+        return VARIANTS[7]
+    try:
+        cfg = KernelConfig.from_dict(entry["config"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise ConfigError(f"{TUNED_FILE.name}, entry {gpu!r}, mma_sync: malformed ({e})") from None
+    if cfg.wgmma:
+        raise ConfigError(f"{TUNED_FILE.name}, entry {gpu!r}, mma_sync: {cfg.slug} is a wgmma config")
+    return cfg
+
+
 def dispatch(n: int | str, gpu: str | None = None) -> Dispatch:
-    """Kernel ``n``'s dispatch table: kernels 1-6 (and 7 without a tuned entry) have one config."""
+    """Kernel ``n``'s dispatch table: kernels 1-6 (and 7 without a tuned entry) have one config;
+    ``MMA_SYNC_KEY`` has one per GPU."""
+    if str(n) == MMA_SYNC_KEY:
+        return Dispatch(mma_sync_variant(gpu))
     n = _check_kernel(n)
     if n == 7 and gpu is not None:
         table = load_dispatch()
@@ -433,6 +465,10 @@ def variant_origin(n: int | str, gpu: str | None = None, seq: int | None = None,
                    dtype: str | None = None) -> str:
     """Where ``variant(n, gpu, seq, dtype)`` comes from, in words."""
     table = dispatch(n, gpu)  # the same errors for a bad n
+    if str(n) == MMA_SYNC_KEY:
+        entry = mma_sync_entry(gpu)
+        return (f"kernel 7's best mma.sync config for {gpu} ({TUNED_FILE.name}, {entry.get('source', 'mma_sync')})"
+                if entry else "the series' kernel 7 (mma.sync)")
     n = int(n)
     if n == 7 and gpu is not None and gpu in load_dispatch():
         if seq is not None:

@@ -32,7 +32,7 @@ import time
 import warnings
 from pathlib import Path
 
-from flashprof.kernels.config import variant
+from flashprof.kernels.config import MMA_SYNC_KEY, variant
 
 from flashprof.kernels.cli import ArgumentParser, FlashprofError, run_cli, doc_summary
 from flashprof.kernels.gpus import reports_folder
@@ -56,7 +56,7 @@ def check_seq(names: list[str], seq: int, gpu: str | None = None) -> None:
     Without ``gpu`` this uses kernel 7's fallback config, so it can run before any GPU is
     touched; profile_all repeats it with the GPU's tuned kernel 7.
     """
-    tiles = {n: variant(n, gpu=gpu).seq_multiple() for n in names if n.isdigit()}
+    tiles = {n: variant(n, gpu=gpu).seq_multiple() for n in names if n.isdigit() or n == MMA_SYNC_KEY}
     if not tiles or all(seq % t == 0 for t in tiles.values()):
         return
     if len(tiles) == 1:
@@ -345,7 +345,7 @@ def _land(fresh: Path, report: Path) -> None:
 def profile_all(names: list[str], shape, args, ncu: str, t_start: float | None = None) -> int:
     from flashprof.profiling.correctness import refusal, require
     from flashprof.profiling.env import check_writable, git_info, now, smi_clocks, write_json_atomic
-    from flashprof.profiling.targets import resolve
+    from flashprof.profiling.targets import PER_GPU, resolve
 
     t_all = t_start if t_start is not None else time.perf_counter()
     analysis = not getattr(args, "no_analysis", True)
@@ -363,7 +363,7 @@ def profile_all(names: list[str], shape, args, ncu: str, t_start: float | None =
         t0 = time.perf_counter()
         in_child = not target.user and not args.no_gate
         cold = target.config is not None and not _built(
-            target.config if name != "7" or machine.done else resolve(name, gpu=_guess_slug(), seq=shape.seq, dtype=args.dtype).config)
+            target.config if name not in PER_GPU or machine.done else resolve(name, gpu=_guess_slug(), seq=shape.seq, dtype=args.dtype).config)
         fn = verdict = counted = None
         if target.user or cold:  # this process needs torch now: the check first
             target = resolve(name, gpu=machine.result()["gpu"]["slug"], seq=shape.seq, dtype=args.dtype)

@@ -7,25 +7,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from flashprof.kernels.config import KERNEL_IDS, REFERENCE_IDS, TITLES, KernelConfig, variant
+from flashprof.kernels.config import KERNEL_IDS, MMA_SYNC_KEY, MMA_SYNC_TITLE, REFERENCE_IDS, TITLES, KernelConfig, variant
 
 from flashprof.kernels.cli import FlashprofError
 from flashprof.profiling.reference import REFERENCES
 from flashprof.profiling.user_target import UserSpec, is_spec, parse_spec
 
-TARGET_NAMES = tuple(str(k) for k in KERNEL_IDS) + REFERENCE_IDS
+TARGET_NAMES = tuple(str(k) for k in KERNEL_IDS) + (MMA_SYNC_KEY,) + REFERENCE_IDS
+#: Targets whose config depends on the GPU (kernels/tuned.json): known only once the GPU is.
+PER_GPU = ("7", MMA_SYNC_KEY)
 OUR_KERNEL_REGEX = "flash_fwd_kernel"
 #: Kernel 7 may dispatch to any of the template's three kernel functions (grid, persistent,
 #: wgmma); which one is known only once the GPU is (the NVTX range keeps FA2's out).
 KERNEL7_REGEX = "flash_fwd_(wgmma_|persistent_)?kernel"
 #: User targets: every kernel launched inside the NVTX range (KERNEL_REGEX= narrows it).
 USER_KERNEL_REGEX = ".*"
+#: Kernel 7's mma.sync form: the grid or the persistent kernel, never the wgmma one.
+MMA_SYNC_REGEX = "flash_fwd_(persistent_)?kernel"
 VALID_HINT = f"{', '.join(TARGET_NAMES)} or all, or your own path/to/file.py:function"
 
 
 @dataclass(frozen=True)
 class Target:
-    name: str                      # "1".."7", "ref", "cudnn", or a user target's name
+    name: str                      # "1".."7", "7mma", "ref", "cudnn", or a user target's name
     title: str
     config: KernelConfig | None    # None for references and user targets
     kernel_regex: str
@@ -80,6 +84,8 @@ def resolve(name: str, gpu: str | None = None, seq: int | None = None, dtype: st
     if name in REFERENCES:
         backend, title, regex = REFERENCES[name]
         return Target(name, title, None, regex)
+    if name == MMA_SYNC_KEY:
+        return Target(name, f"kernel 7: {MMA_SYNC_TITLE}", variant(name, gpu=gpu), MMA_SYNC_REGEX)
     n = int(name)
     cfg = variant(n, gpu=gpu, seq=seq, dtype=dtype)
     return Target(name, f"kernel {n}: {TITLES[n]}", cfg, KERNEL7_REGEX if n == 7 else OUR_KERNEL_REGEX)

@@ -14,7 +14,7 @@ import pandas as pd
 from flashprof.analysis.report.target_key import (ANCHORS, KERNEL_IDS, KERNEL_NAMES, KERNEL_ORDER, KERNEL_TICKS, is_series, kernel_key, kernel_rank)  # noqa: F401
 from flashprof.analysis.charts import labels
 
-_ANCHOR_COLORS = {"ref": "#111111", "cudnn": "#d62728"}
+_ANCHOR_COLORS = {"ref": "#111111", "cudnn": "#d62728", "7mma": "#b8860b"}  # 7mma: kernel 7's mma.sync form
 _OTHER_COLOR = "#8c8c8c"
 
 
@@ -32,6 +32,8 @@ def kernel_label(key: str, short: bool = False) -> str:
     key = str(key)
     if key in KERNEL_IDS:
         return f"K{key}" if short else f"K{key} {KERNEL_NAMES[key]}"
+    if key == "7mma":
+        return "K7mma" if short else f"K7mma {KERNEL_NAMES[key]}"
     if key == "ref":
         return "FA2" if short else KERNEL_NAMES[key]
     if key == "cudnn":
@@ -121,3 +123,14 @@ def context_line(ident: pd.DataFrame, roof: pd.DataFrame | None = None, reports=
 
 def _finite(*vals) -> bool:
     return all(v is not None and not pd.isna(v) and np.isfinite(v) and v > 0 for v in vals)
+
+
+def label_clashes(targets: dict[str, tuple[str, str | None]]) -> list[str]:
+    """Labels that two different configs would share in one folder: ``targets`` maps a
+    report to (target key, config slug or None); one line per label with several slugs."""
+    by_label: dict[str, dict[str, list[str]]] = {}
+    for report, (key, slug) in sorted(targets.items()):
+        if slug:
+            by_label.setdefault(kernel_label(key), {}).setdefault(slug, []).append(report)
+    return [f"{label!r} names {len(s)} configs: " + "; ".join(f"{k} ({', '.join(v)})" for k, v in sorted(s.items()))
+            for label, s in by_label.items() if len(s) > 1]

@@ -17,13 +17,14 @@ from flashprof.kernels import config
 
 # Targets as strings ("1".."7", "ref", "cudnn"); the kernels' titles come from kernels/config.py.
 KERNEL_IDS = tuple(str(i) for i in config.KERNEL_IDS)
+MMA_SYNC_KEY = config.MMA_SYNC_KEY  # kernel 7's mma.sync form, a target of its own
 ANCHORS = config.REFERENCE_IDS
-KERNEL_ORDER = KERNEL_IDS + ANCHORS
-KERNEL_NAMES = {**{str(i): t for i, t in config.TITLES.items()},
+KERNEL_ORDER = KERNEL_IDS + (MMA_SYNC_KEY,) + ANCHORS
+KERNEL_NAMES = {**{str(i): t for i, t in config.TITLES.items()}, MMA_SYNC_KEY: config.MMA_SYNC_TITLE,
                 "ref": "FA2 (PyTorch flash backend)", "cudnn": "cuDNN SDPA (Hopper wgmma)"}
 # Two-line tick labels for bar charts with one bar (group) per kernel.
 KERNEL_TICKS = {"1": "base", "2": "swizzling", "3": "eager K/V", "4": "fragment\ninterleave",
-                "5": "register\ndbl. buffer", "6": "FP32\nfusion", "7": "auto-tuned",
+                "5": "register\ndbl. buffer", "6": "FP32\nfusion", "7": "auto-tuned", MMA_SYNC_KEY: "auto-tuned\nmma.sync",
                 "ref": "PyTorch\nflash", "cudnn": "SDPA\nwgmma"}
 
 
@@ -38,6 +39,7 @@ def _series_slugs() -> dict[str, set[str]]:
     every config kernels/tuned.json can dispatch it to."""
     out = {str(n): {c.slug} for n, c in config.VARIANTS.items()}
     out["7"] |= {c.slug for _, _, c in config.tuned_configs()}
+    out[MMA_SYNC_KEY] = {config.mma_sync_variant(gpu).slug for gpu in config.load_dispatch()}
     return out
 
 
@@ -65,6 +67,8 @@ def stem_key(stem) -> str:
     """The guess for a report without a sidecar (a foreign report, or one whose sidecar
     records no target): 'kernel6_s1024_...' -> '6', 'ref_...' -> 'ref', else the stem."""
     stem = str(stem).rsplit("/", 1)[-1]
+    if stem == f"kernel{MMA_SYNC_KEY}" or stem.startswith(f"kernel{MMA_SYNC_KEY}_"):
+        return MMA_SYNC_KEY
     hit = re.match(r"^kernel_?(\d+)", stem)
     if hit:
         return hit.group(1)

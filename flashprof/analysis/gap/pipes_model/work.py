@@ -41,7 +41,7 @@ import pandas as pd
 
 from flashprof.analysis.report.parse import LAUNCH_KEY, launch_identity, per_launch, sidecar_path
 from flashprof.analysis.stages.pipes import OPCODE_PREFIX
-from flashprof.analysis.report.target_key import kernel_key
+from flashprof.analysis.report.target_key import MMA_SYNC_KEY, kernel_key
 from flashprof.analysis.gap.pipes_model.pipe_table import (FLOP_PER_HMMA, OPCODE_PIPE, REF, SEQ, SMEM_METRIC, SMEM_PROXY, TARGETS, WORK_COLUMNS, load_gpus, match_gpu, pipe_of)
 
 
@@ -93,6 +93,10 @@ def launch_work(frame: pd.DataFrame, gpus: dict | None = None) -> pd.DataFrame:
     for key, _arch, m in per_launch(frame):
         info = ident.loc[key]
         target = kernel_key(key[0], info["variant"])
+        if target == MMA_SYNC_KEY:
+            target = "7"  # kernel 7's mma.sync form: the kernel 7 these models describe
+        elif target == "7" and str(_config_slug(info.get("path")) or "").endswith("_wgmma"):
+            continue  # the Hopper wgmma kernel 7: neither model simulates warpgroup MMA
         if target not in TARGETS:
             continue
         ops = {k[len(OPCODE_PREFIX):-1]: v for k, v in m.items() if k.startswith(OPCODE_PREFIX)}
