@@ -23,7 +23,7 @@ SMEM_HATCH = "///"
 # Caption of every bank-conflict chart: what n-way and ldmatrix are made of.
 BANK_NOTE = ("n-way = l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{ld,st} / (wavefronts - "
              "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}); ldmatrix = smsp__inst_executed_op_ldsm.")
-PIPE_LABELS = {"tensor": "tensor (HMMA)", "fma": "FMA (FP32)", "alu": "ALU", "xu": "XU (MUFU)",
+PIPE_LABELS = {"tensor": "tensor (all ops)", "fma": "FMA (FP32)", "alu": "ALU", "xu": "XU (MUFU)",
                "lsu": "LSU", "issue_active": "issue slots"}
 
 

@@ -27,6 +27,7 @@ the older chart's ``_hfma_pred_on_x2`` counts an HFMA2 as 2 FLOPs and is kept as
 """
 from __future__ import annotations
 
+import re
 import weakref
 from dataclasses import dataclass
 
@@ -142,9 +143,12 @@ RECIPES: dict[str, tuple[Recipe, ...]] = {
 
 # Pipe utilisation (% of peak sustained active) and issue activity: first metric present
 # wins; the first alternative is Compute Workload Analysis' own, later ones are labelled.
+# The tensor pipe is Nsight Compute's all-ops counter (every chip of tests/data/chips has
+# it: HMMA, IMMA, DMMA, HGMMA/IGMMA, and on GA100/GH100 the HFMA2.MMA issued to it); the
+# HMMA sub-counter alone is the fallback and reads 0 for DMMA and IMMA work.
 PIPE_METRICS: dict[str, tuple[str, ...]] = {
-    "tensor": ("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-               "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"),
+    "tensor": ("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+               "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"),
     "fma": ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
             "sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active"),
     "alu": ("sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active",
@@ -155,6 +159,75 @@ PIPE_METRICS: dict[str, tuple[str, ...]] = {
     "fp64": ("sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active",),
     "tma": ("sm__pipe_tma_cycles_active.avg.pct_of_peak_sustained_active",),
 }
+# The tensor pipe split by instruction kind: Nsight's per-op sub-pipe counters (% of peak
+# sustained active; ``op_`` before Blackwell, ``subpipe_`` on it). On GH100 the HMMA one also
+# counts HGMMA and HFMA2.MMA work: ``tensor_pipe_work`` says which ran.
+TENSOR_SPLIT: dict[str, tuple[str, ...]] = {
+    op: (f"sm__pipe_tensor_op_{op}_cycles_active.avg.pct_of_peak_sustained_active",
+         f"sm__pipe_tensor_subpipe_{op}_cycles_active.avg.pct_of_peak_sustained_active")
+    for op in ("hmma", "imma", "dmma")}
+INTEGER_MMA = ("IMMA", "IGMMA", "BMMA")
+_OPS = "sm__ops_path_tensor_"
+
+
+def _ops_busy(m: dict, pattern: str) -> bool:
+    """Any ``sm__ops_path_tensor_*`` counter matching ``pattern`` counted work (> 0)."""
+    rx = re.compile(pattern)
+    return any(n.startswith(_OPS) and rx.search(n[len(_OPS):]) and ".peak_sustained" not in n
+               and _finite(v) and float(v) > 0 for n, v in m.items())
+
+
+def tensor_pipe_work(m: dict) -> tuple[str | None, str]:
+    """(the instruction kinds the tensor pipe ran, e.g. "HMMA", "HGMMA", "IMMA", "DMMA",
+    "HFMA2.MMA", "UTC*MMA", joined by "+"; the evidence) from one launch's metrics;
+    (None, why) when the pipe was idle or the report cannot say."""
+    pct = lambda base: next((float(m[n]) for n in (base + ".avg.pct_of_peak_sustained_active",) if _finite(m.get(n))), 0.0)
+    sub = {op: next((float(m[n]) for n in names if _finite(m.get(n))), None) for op, names in TENSOR_SPLIT.items()}
+    kinds, why = [], []
+    if _ops_busy(m, r"^op_hgmma_") or pct("sm__inst_executed_pipe_tensor_op_gmma") > 0 or \
+            float(m.get("smsp__sass_inst_executed_op_shared_gmma.sum", 0) or 0) > 0:
+        kinds.append("HGMMA"); why.append("op_hgmma ops / gmma instructions")
+    if _ops_busy(m, r"^op_hmma_") or (_ops_busy(m, r"^src_(fp16|bf16|tf32)") and not kinds):
+        kinds.append("HMMA"); why.append("hmma tensor ops")
+    if _ops_busy(m, r"^op_igmma_"):
+        kinds.append("IGMMA"); why.append("op_igmma ops")
+    if _ops_busy(m, r"^op_imma_") or (sub["imma"] or 0) > 0:
+        kinds.append("IMMA"); why.append("imma sub-pipe / ops")
+    if _ops_busy(m, r"^op_bgmma_|^op_bmma_"):
+        kinds.append("BMMA"); why.append("int1 ops")
+    if (sub["dmma"] or 0) > 0 or _ops_busy(m, r"^src_fp64"):
+        kinds.append("DMMA"); why.append("dmma sub-pipe / fp64 ops")
+    if _ops_busy(m, r"^op_utc") or float(m.get("sm__sass_inst_executed_op_utcmma.sum", 0) or 0) > 0:
+        kinds.append("UTC*MMA"); why.append("tcgen05 ops")
+    hmma_cycles = sub["hmma"] or 0.0
+    fp16_fma = pct("sm__inst_executed_pipe_fma_type_fp16") + pct("sm__inst_executed_pipe_tensor_op_hmma_type_hfma2")
+    if hmma_cycles > 0 and not {"HMMA", "HGMMA"} & set(kinds) and fp16_fma > 0:
+        kinds.append("HFMA2.MMA")
+        why.append("HMMA sub-pipe busy with no HMMA/HGMMA ops while FP16 FMAs ran: FP16 FMA (HFMA2) "
+                   "issued to the tensor pipe's datapath, no matrix instruction")
+    if kinds:
+        return "+".join(kinds), "; ".join(why)
+    total = next((float(m[n]) for n in PIPE_METRICS["tensor"] if _finite(m.get(n))), None)
+    if total is None:
+        return None, "the report has no tensor-pipe counter (" + COLLECT["pipes"] + ")"
+    if total <= 0:
+        return None, "tensor pipe idle"
+    busy_sub = ", ".join(f"{op} sub-pipe {v:.3g} %" for op, v in sub.items() if v)
+    return None, (f"tensor pipe {total:.3g} % busy; " + (f"{busy_sub}, but no tensor-op counter (sm__ops_path_tensor_*) "
+                  "says which instruction" if busy_sub else "no per-op counter says with what"))
+
+
+def integer_mma_main(m: dict) -> bool:
+    """The launch's main work is integer MMA (IMMA/IGMMA/BMMA): the tensor pipe ran integer
+    matrix instructions and was busier than the FMA pipe. Such a launch has no point on a
+    FLOP roofline (its FP32 epilogue would put it at ~0 TFLOP/s)."""
+    work, _why = tensor_pipe_work(m)
+    if not work or not set(work.split("+")) & set(INTEGER_MMA) or {"HMMA", "HGMMA", "DMMA"} & set(work.split("+")):
+        return False
+    pct = lambda key: next((float(m[n]) for n in PIPE_METRICS[key] if _finite(m.get(n))), 0.0)
+    return pct("tensor") > pct("fma")
+
+
 ISSUE_METRIC = "smsp__issue_active.avg.pct_of_peak_sustained_active"
 # Warp-state ratio of one stall reason: the one spelling of the name (stalls, the gap model).
 STALL_PREFIX, STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"

@@ -98,6 +98,8 @@ def launch_quantities(ev: recipes.LaunchEval) -> dict:
     prov = {q: r.provenance for q, r in res.items()}
     rates = {k: val[f"flops_{k}"] for k in FLOP_KINDS}
     kind = flops_kind(rates)
+    if kind not in (None, "tensor") and recipes.integer_mma_main(m):
+        kind = None  # integer MMA: no FLOP roofline point from its floating-point epilogue
     _pc, _metric, path, src = recipes.tensor_detail(m)
     tensor_recipe = res["flops_tensor"].recipe or ""
     if "x512" in tensor_recipe:

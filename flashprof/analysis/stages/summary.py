@@ -45,9 +45,9 @@ _BASE_KEYS = (
     "tensor_tflops", "fp32_tflops", "fp16_tflops", "fp64_tflops",
     "tensor_tflops_peak", "tensor_path", "tensor_src", "pct_of_tensor_peak", "pct_of_measured_peak",
     "ai_l1", "ai_l2", "ai_dram", "ai_smem",
-    "tensor_pipe_pct", "fma_pipe_pct", "alu_pipe_pct", "xu_pipe_pct", "lsu_pipe_pct",
-    "issue_active_pct", "inst_executed", "inst_mix", "stalls", "smem_bank_conflicts", "smem_nway",
-    "ldsm_inst", "pct_of_fa2",
+    "tensor_pipe_pct", "tensor_pipe_split", "tensor_pipe_work", "fma_pipe_pct", "alu_pipe_pct", "xu_pipe_pct",
+    "lsu_pipe_pct", "issue_active_pct", "inst_executed", "inst_mix", "stalls", "smem_bank_conflicts", "smem_nway",
+    "ldsm_inst", "pct_of_fa2", "pct_of_fa2_call",
 )
 _TAIL_KEYS = ("provenance", "missing", "collect_hint")
 # Recipe quantities whose summary field has another name (and unit: value / divisor): the
@@ -174,6 +174,11 @@ def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None,
         pv = dict(zip(p["name"], p["value"]))
         for name, k in _PIPE_KEYS.items():
             row[k] = pv.get(name, math.nan)
+        m = lr.metrics
+        row["tensor_pipe_split"] = {op: next((m[n] for n in names if n in m), math.nan)
+                                    for op, names in recipes.TENSOR_SPLIT.items()}
+        work, work_why = recipes.tensor_pipe_work(m)
+        row["tensor_pipe_work"] = work
         row["inst_executed"] = lr.metrics.get(INST_EXECUTED_METRIC, math.nan)
         mix = p[p["category"] == "inst_mix_opcode"]
         mv = dict(zip(mix["name"], mix["value"]))
@@ -187,9 +192,24 @@ def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None,
         row["smem_bank_conflicts"] = dict(zip(b["op"], b["conflicts"]))
         row["smem_nway"] = dict(zip(b["op"], b["nway"]))
         row["ldsm_inst"] = b["ldsm_inst"].iloc[0] if len(b) else math.nan
-        row["pct_of_fa2"] = _pct_of_fa2(rec, row["duration_ns"], refs)
+        fa2 = _fa2_duration(rec, refs)
+        row["_fa2_ns"] = fa2
+        is_attn, attn_why = attention_launch(rec, row)
+        row["pct_of_fa2"] = (100.0 * fa2 / row["duration_ns"]
+                             if fa2 is not None and is_attn and _positive(row["duration_ns"]) else None)
         pv = dict(zip(p["name"], p["provenance"]))
         row["provenance"].update({k: pv.get(name) for name, k in _PIPE_KEYS.items()})
+        if row["provenance"].get("tensor_pipe_pct") == recipes.DERIVED:
+            row["provenance"]["tensor_pipe_pct"] = ("derived: the HMMA sub-pipe only (the report lacks "
+                                                    "sm__pipe_tensor_cycles_active; DMMA/IMMA work not counted)")
+        row["provenance"]["tensor_pipe_split"] = (
+            recipes.EXACT if any(not math.isnan(v) for v in row["tensor_pipe_split"].values()) else None)
+        row["provenance"]["tensor_pipe_work"] = (f"derived: {work_why}" if work else f"null: {work_why}")
+        if row["flops_kind"] is None and recipes.integer_mma_main(m):
+            row["provenance"]["tflops"] = (
+                f"null: the launch's main work is integer MMA ({work}, tensor pipe {row['tensor_pipe_pct']:.3g} % "
+                f"busy), which performs no FLOPs; its FP32/FP16 epilogue is not drawn as its roofline point "
+                f"(fp32_tflops etc. keep those rates)")
         row["provenance"]["stalls"] = "exact" if any(not math.isnan(v) for v in row["stalls"].values()) else None
         row["provenance"]["smem_bank_conflicts"] = (
             "exact" if any(not pd.isna(v) for v in row["smem_bank_conflicts"].values()) else None)
@@ -197,8 +217,59 @@ def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None,
                                            if not math.isnan(lr.time_share) else None)
         for q, (field, _scale) in fields.items():
             row["provenance"].setdefault(field, res[q].provenance)
-        out.append({k: row.get(k) for k in keys})
-    return out
+        row["provenance"]["pct_of_fa2"] = (
+            recipes.DERIVED if row["pct_of_fa2"] is not None
+            else f"null: {attn_why}" if fa2 is not None and not is_attn
+            else "null: no sidecar, so nothing says this launch solved FA2's problem"
+            if _nan_to_none(rec.get("variant")) is None and not _is_ref(rec["report"], rec["variant"])
+            else "null: no FA2 reference launch on this GPU for this launch's shape and dtype")
+        out.append(row)
+    _per_call(out)
+    return [{k: row.get(k) for k in keys} for row in out]
+
+
+def _positive(v) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v) and v > 0
+
+
+_ATTENTION_NAME = ("attn", "attention", "flash", "fmha", "sdpa", "mha")
+
+
+def attention_launch(rec: dict, row: dict) -> tuple[bool, str]:
+    """Whether a launch is the attention itself rather than a helper of the call (a fill,
+    a copy, a transpose): its counted FLOPs are at least a quarter of the attention's
+    4·B·H·S²·d (a quarter: causal masking halves it); without FLOP counters, its name."""
+    shape = [rec.get(k) for k in ("batch", "heads", "seq", "d_head")]
+    flops = (row.get("total_tflops") or math.nan) * 1e12 * (row.get("duration_ns") or math.nan) * 1e-9
+    if all(_positive(v) for v in shape) and isinstance(flops, float) and math.isfinite(flops):
+        b, h, sq, d = shape
+        want = 4.0 * b * h * sq * sq * d
+        if flops >= 0.25 * want:
+            return True, ""
+        return False, (f"not an attention launch: it counted {flops:.3g} FLOPs, under a quarter of the "
+                       f"attention's 4·B·H·S²·d = {want:.3g} (a helper of the call: see pct_of_fa2_call)")
+    name = str(rec.get("kernel") or "").lower()
+    if any(t in name for t in _ATTENTION_NAME):
+        return True, ""
+    return False, ("no FLOP counters or shape to tell an attention launch from a helper, and its name "
+                   "does not say attention")
+
+
+def _per_call(rows: list[dict]) -> None:
+    """``pct_of_fa2_call``: FA2's time over the whole call's (every launch of the report, e.g.
+    FlexAttention's fill kernels with its attention kernel), on each of the report's rows."""
+    by_report: dict[str, list[dict]] = {}
+    for r in rows:
+        by_report.setdefault(r["path"], []).append(r)
+    for rs in by_report.values():
+        fa2 = next((r["_fa2_ns"] for r in rs if r["_fa2_ns"] is not None), None)
+        total = sum(r["duration_ns"] for r in rs) if all(_positive(r["duration_ns"]) for r in rs) else math.nan
+        pct = 100.0 * fa2 / total if fa2 is not None and _positive(total) else None
+        for r in rs:
+            r["pct_of_fa2_call"] = pct
+            r["provenance"]["pct_of_fa2_call"] = (
+                recipes.DERIVED if pct is not None else
+                "null: a launch of the call has no duration" if fa2 is not None else r["provenance"]["pct_of_fa2"])
 
 
 def _provenance(lr, r: pd.DataFrame) -> dict:
@@ -267,12 +338,12 @@ def find_ceilings(paths) -> dict[str, tuple[str, pd.DataFrame]]:
     return out
 
 
-def _pct_of_fa2(rec: dict, duration: float, refs: list[tuple[dict, float]]):
+def _fa2_duration(rec: dict, refs: list[tuple[dict, float]]) -> float | None:
+    """FA2's launch time for this launch's problem (same GPU, no shape/dtype field differing;
+    the same folder preferred), None where nothing says this launch solved it."""
     is_ref = _is_ref(rec["report"], rec["variant"])
     # Without a sidecar nothing says this launch solved the reference's problem.
     if not is_ref and _nan_to_none(rec.get("variant")) is None:
-        return None
-    if duration is None or math.isnan(duration) or duration <= 0:
         return None
     matches = [(r, d) for r, d in refs if r.get("gpu") == rec.get("gpu") and _shape_matches(r, rec)]
     if not matches:
@@ -280,7 +351,7 @@ def _pct_of_fa2(rec: dict, duration: float, refs: list[tuple[dict, float]]):
     # Prefer a reference from the same folder (same profiling campaign).
     here = os.path.dirname(os.path.realpath(rec["path"]))
     matches.sort(key=lambda rd: os.path.dirname(os.path.realpath(rd[0]["path"])) != here)
-    return 100.0 * matches[0][1] / duration
+    return matches[0][1]
 
 
 def select_rows(rows: list[dict], choice) -> list[dict]:
