@@ -139,9 +139,12 @@ def cli(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         if args.from_output:
             try:
-                raw = args.from_output.read_text()
+                raw = args.from_output.read_bytes().decode("utf-8")
             except OSError as e:
                 raise FlashprofError(f"cannot read {args.from_output}: {e.strerror}") from None
+            except UnicodeDecodeError:
+                raise FlashprofError(f"{args.from_output}: not the text output of the ceilings binary "
+                                     "(not UTF-8 text)") from None
             status, mhz, seconds, smi0, smi1, build = None, [], None, {}, {}, {}
         else:
             arch = args.arch or gpu_arch()

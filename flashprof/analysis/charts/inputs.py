@@ -28,6 +28,7 @@ from flashprof.analysis.stages.stalls import bank_conflicts, stalls
 
 PROG = "figures"
 from flashprof.paths import FIGURES, ROOT  # noqa: E402
+from flashprof.analysis.report.errors import read_table
 DEFAULT_REPORTS = ROOT / SHIPPED.reports
 DEFAULT_OUT = FIGURES
 
@@ -156,7 +157,7 @@ class Inputs:
         p = self.reports_dir / "autotune.csv"
         if not p.is_file():
             return None
-        df = pd.read_csv(p)
+        df = read_table(p)
         need = {"slug", "seq", "tflops", "ref_tflops", "config"}
         if not need <= set(df.columns):
             raise FiguresError(f"{p}: lacks columns {sorted(need - set(df.columns))}")
@@ -188,7 +189,7 @@ class Inputs:
     @cached_property
     def autotune_static(self) -> pd.DataFrame | None:
         p = self.reports_dir / "autotune_static.csv"
-        return pd.read_csv(p) if p.is_file() else None
+        return read_table(p) if p.is_file() else None
 
     @cached_property
     def gap(self) -> dict:
@@ -221,7 +222,7 @@ class Inputs:
         p = self.reports_dir / "bench.csv"
         if not p.is_file():
             return None
-        df = pd.read_csv(p, dtype={"target": str})
+        df = read_table(p, dtype={"target": str})
         need = {"target", "seq", "tflops"}
         if not need <= set(df.columns):
             raise FiguresError(f"{p}: lacks columns {sorted(need - set(df.columns))}")
@@ -238,12 +239,12 @@ class Inputs:
     @cached_property
     def opcodes(self) -> pd.DataFrame | None:
         p = self.sass_dir / "opcodes.csv"
-        return pd.read_csv(p, dtype={"kernel": str}) if p.is_file() else None
+        return read_table(p, dtype={"kernel": str}) if p.is_file() else None
 
     @cached_property
     def ptxas(self) -> pd.DataFrame | None:
         p = self.sass_dir / "ptxas.csv"
-        return pd.read_csv(p, dtype={"kernel": str}) if p.is_file() else None
+        return read_table(p, dtype={"kernel": str}) if p.is_file() else None
 
 
 def _cached_source(path: Path, cache: bool = True, launch: int = 0) -> pd.DataFrame:

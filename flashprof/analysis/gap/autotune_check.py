@@ -21,13 +21,14 @@ from flashprof.analysis.gap.issue_report import SHAPE, kernel_time
 from flashprof.analysis.gap.loops import LoopCode
 from flashprof.analysis.gap.pipes_model.pipe_table import REPO
 from flashprof.kernels.gpus import SHIPPED
+from flashprof.analysis.report.errors import read_table
 
 AUTOTUNE = REPO / SHIPPED.reports / "autotune.csv"
 OUT = REPO / "reports" / "sass" / "autotune_issue_model.csv"
 
 
 def sample(n: int) -> pd.DataFrame:
-    a = pd.read_csv(AUTOTUNE)
+    a = read_table(AUTOTUNE)
     a = a[a["seq"] == SHAPE["seq"]].sort_values("tflops").reset_index(drop=True)
     idx = sorted({round(k * (len(a) - 1) / max(1, n - 1)) for k in range(n)})
     return a.iloc[idx]

@@ -36,10 +36,34 @@ _PCSAMP_PREFIX = "smsp__pcsamp_warps_issue_stalled_"
 _PCSAMP_RENAME = {"no_instructions": "no_instruction"}
 
 
+def loadable_name(path: Path) -> str:
+    """A name ``ncu_report`` can open: the path itself, or, for a file name that is not valid
+    UTF-8 (its C++ layer takes a UTF-8 string), a link to the file with a plain name in a
+    private temporary folder (removed when the process ends)."""
+    name = str(path)
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        pass
+    import atexit
+    import shutil
+    import tempfile
+
+    tmp = tempfile.mkdtemp(prefix="flashprof-name-")
+    atexit.register(shutil.rmtree, tmp, True)
+    link = Path(tmp) / "report.ncu-rep"
+    try:
+        link.symlink_to(Path(path).resolve())
+    except OSError:
+        shutil.copyfile(path, link)
+    return str(link)
+
+
 def open_report(path: Path):
     """Load one report, raising ReportError for anything that is not a usable report."""
     try:
-        report = ncu_report().load_report(str(path))
+        report = ncu_report().load_report(loadable_name(path))
     except ReportError:
         raise
     except Exception as exc:  # the SWIG layer raises assorted types

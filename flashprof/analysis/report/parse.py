@@ -44,7 +44,7 @@ import pandas as pd
 from flashprof.analysis.metrics import recipes
 from flashprof.analysis.report.errors import FlashprofWarning, ReportError
 from flashprof.analysis.report.target_key import kernel_key, sidecar_key
-from flashprof.analysis.report.ncu_extract import (EXIT_REPORT_ERROR, FRAME_COLUMNS, IDENTITY_COLUMNS, SHAPE_FIELDS, normalise_dtypes)
+from flashprof.analysis.report.ncu_extract import (EXIT_REPORT_ERROR, FRAME_COLUMNS, IDENTITY_COLUMNS, SHAPE_FIELDS, loadable_name, normalise_dtypes)
 
 REPORT_SUFFIX = ".ncu-rep"
 CACHE_APP = "flashprof"
@@ -146,9 +146,17 @@ def _have_pyarrow() -> bool:
     return True
 
 
+def text_path(path) -> str:
+    """A path as UTF-8 text: a file name's undecodable bytes (os.fsdecode's surrogates) as \\xNN,
+    since the frames' text columns hold UTF-8 only."""
+    return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
+
+
 def cache_file(path: str | os.PathLike) -> Path:
     path = Path(path)
-    return cache_dir() / f"{_stem(path)}.{_digest(path)}.parquet"
+    # the stem as UTF-8 text (a non-UTF-8 name's bytes as \xNN): pyarrow opens UTF-8 paths only
+    stem = os.fsencode(_stem(path)).decode("utf-8", "backslashreplace").replace("\\", "_")
+    return cache_dir() / f"{stem}.{_digest(path)}.parquet"
 
 
 def _source_prefix(target: Path) -> str:
@@ -268,8 +276,12 @@ def _extract_many(jobs: list[tuple[Path, dict, Path]]) -> list[ReportError | Non
     def one(job):
         path, ident, out = job
         extra = [_source_prefix(out)] if out.suffix == ".parquet" else []
+        name = loadable_name(path)
+        if name != str(path):  # a non-UTF-8 file name: the worker opens a link; the frame keeps the
+            # name with its undecodable bytes written as \xNN (text columns hold UTF-8 only)
+            ident = {**ident, "path": text_path(path), "__stem__": text_path(ident.get("__stem__", path.stem))}
         try:
-            _run_worker(["long", str(path), str(out), *extra], path, json.dumps(ident))
+            _run_worker(["long", name, str(out), *extra], path, json.dumps(ident))
         except ReportError as exc:
             return exc
         return None
@@ -340,7 +352,7 @@ def _load_many(plist: list[Path], cache: bool, skipped: list | None = None) -> l
             if k is not None and k not in _MEMO:
                 _MEMO[k] = f.copy()
     for f, p in zip(frames, plist):
-        f["path"] = str(p)  # the cache may have been written via another spelling
+        f["path"] = text_path(p)  # the cache may have been written via another spelling
     return frames  # type: ignore[return-value]
 
 
@@ -380,7 +392,7 @@ def load_frame(paths, cache: bool = True, skipped: list | None = None) -> pd.Dat
     # folder as a prefix so that the key stays unique.
     stems = [_stem(p) for p in plist]
     for f, p, s in zip(frames, plist, stems):
-        f["report"] = f"{p.parent.name}/{s}" if stems.count(s) > 1 else s
+        f["report"] = text_path(f"{p.parent.name}/{s}" if stems.count(s) > 1 else s)
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     validate_frame(frame)
     _warn_missing(frame)

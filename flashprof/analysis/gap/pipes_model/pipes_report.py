@@ -12,6 +12,7 @@ import pandas as pd
 from flashprof.analysis.gap.pipes_model.pipe_table import (DEFAULT_SASS, MODEL_PIPES, REF, REPO, default_reports)
 from flashprof.analysis.gap.pipes_model.throughput import gap_table, model_errors
 from flashprof.analysis.gap.pipes_model.work import load_static
+from flashprof.analysis.report.errors import read_table
 
 
 # --------------------------------------------------------------------------- limits
@@ -145,7 +146,7 @@ def gap_paths(reports=None, sass: str | Path | None = None, bench=None,
     for b in bench_paths:
         if not b.is_file():
             raise ReportError(f"{b}: no such file")
-        frames.append(pd.read_csv(b))
+        frames.append(read_table(b))
     bench_frame = pd.concat(frames, ignore_index=True) if frames else None
     table = gap_table(frame, opcodes, bench=bench_frame)
     return table, model_errors(table)

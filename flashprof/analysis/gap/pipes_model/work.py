@@ -43,6 +43,7 @@ from flashprof.analysis.report.parse import LAUNCH_KEY, launch_identity, per_lau
 from flashprof.analysis.stages.pipes import OPCODE_PREFIX
 from flashprof.analysis.report.target_key import MMA_SYNC_KEY, kernel_key
 from flashprof.analysis.gap.pipes_model.pipe_table import (FLOP_PER_HMMA, OPCODE_PIPE, REF, SEQ, SMEM_METRIC, SMEM_PROXY, TARGETS, WORK_COLUMNS, load_gpus, match_gpu, pipe_of)
+from flashprof.analysis.report.errors import read_table
 
 
 # --------------------------------------------------------------------------- work
@@ -157,14 +158,14 @@ def load_static(path: str | Path) -> pd.DataFrame:
     ``<stem>_loop.csv`` beside it (scope "loop") when it exists. A CSV that already has a
     ``scope`` column is returned as is."""
     path = Path(path)
-    kern = pd.read_csv(path)
+    kern = read_table(path)
     if "scope" in kern.columns:
         return kern
     kern["scope"] = "kernel"
     loop_file = path.with_name(f"{path.stem}_loop{path.suffix}")
     if not loop_file.is_file():
         return kern
-    loop = pd.read_csv(loop_file, dtype={"tuned_gpu": str, "config": str})
+    loop = read_table(loop_file, dtype={"tuned_gpu": str, "config": str})
     loop["scope"] = "loop"
     return pd.concat([kern, loop], ignore_index=True)
 
