@@ -346,7 +346,8 @@ def test_kernel_opcode_rows_equal_ncu_report(kernel_frame):
 
 def test_kernel_sidecars_give_identity(kernel_frame):
     ident = kernel_frame.drop_duplicates("report").set_index("report")
-    assert set(ident.index) == {f"kernel{i}" for i in range(1, 8)} | {"ref", "cudnn"}
+    assert set(ident.index) == {f"kernel{i}" for i in range(1, 8)} | {"kernel7mma", "ref", "cudnn"}
+    assert ident.loc["kernel7mma", "variant"] == "7mma"
     for k, path in KERNELS.items():
         side = sidecar(path)
         row = ident.loc[f"kernel{k}"]

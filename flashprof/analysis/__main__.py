@@ -20,7 +20,7 @@ from flashprof.analysis.gap.pipes_model.pipes_report import render_table as rend
 from flashprof.analysis.gap.pipes_model.pipes_report import to_records as gap_records
 from flashprof.analysis.report.parse import REPORT_SUFFIX
 from flashprof.analysis.stages.launches import ALL, parse_choice
-from flashprof.analysis.stages.summary import (select_rows, compare, render_compare_table, render_csv, render_json, render_table, summarize_paths)
+from flashprof.analysis.stages.summary import (clock_spread, select_rows, compare, render_compare_table, render_csv, render_json, render_table, summarize_paths)
 
 PROG = "summary"  # the verb, as every verb's messages begin ("gap: error: ..."; set by main)
 FORMATS = ("table", "json", "csv")
@@ -150,6 +150,9 @@ def _run(ns: argparse.Namespace) -> str:
             print(f"{PROG}: skipped {path}: {why.removeprefix(str(path) + ': ')}", file=sys.stderr)
         if skipped:
             ns.exit_status = 0 if ns.keep_going else 1
+        spread = clock_spread(rows)
+        if spread:
+            print(f"{PROG}: warning: {spread}", file=sys.stderr)
         if choice != ALL:
             try:
                 rows = select_rows(rows, choice)
@@ -165,6 +168,9 @@ def _run(ns: argparse.Namespace) -> str:
     if not b_rows:  # the same file twice: load_frame de-duplicates it
         b_rows = a_rows
     pairs = compare(a_rows, b_rows)
+    spread = clock_spread(a_rows + b_rows)
+    if spread:
+        print(f"{PROG}: warning: {spread}", file=sys.stderr)
     if ns.format == "json":
         return render_json(pairs)
     if ns.format == "csv":

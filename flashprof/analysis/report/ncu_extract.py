@@ -13,6 +13,7 @@ OUT (parquet if OUT ends in .parquet, else a pickle); exit 0. A report ncu_repor
 from __future__ import annotations
 
 import json
+import re
 import math
 import sys
 from pathlib import Path
@@ -94,12 +95,45 @@ def _iter_actions(report):
             launch += 1
 
 
+# Function names that say nothing about the work: CUTLASS's cutlass::Kernel<Op> / Kernel2<Op>
+# and similar wrappers; their template argument does.
+_GENERIC_NAME = re.compile(r"^(?:[Kk]ernel\d*|device_kernel|kernel_entry|generic_kernel|global_kernel)$")
+
+
+def readable_name(function: str | None, demangled: str | None) -> str | None:
+    """The launch's short name: the function name, or for a generic wrapper the innermost
+    class of its first template argument ('Kernel' + 'void cutlass::Kernel<cutlass::gemm::
+    kernel::B2bGemm<...>>(...)' -> 'Kernel<B2bGemm>')."""
+    if not function or not _GENERIC_NAME.match(function) or not demangled or "<" not in demangled:
+        return function
+    inner = demangled[demangled.index("<") + 1:]
+    hit = re.match(r"\s*(?:struct\s+|class\s+)?([A-Za-z_][\w:]*)", inner)
+    if not hit:
+        return function
+    return f"{function}<{hit.group(1).split('::')[-1]}>"
+
+
 def short_name(action) -> str:
     # NameBase_FUNCTION drops namespaces and template arguments: "flash_fwd_kernel".
     try:
-        return action.name(action.NameBase_FUNCTION)
+        function = action.name(action.NameBase_FUNCTION)
     except Exception:
         return action.name()
+    try:
+        return readable_name(function, action.name(action.NameBase_DEMANGLED))
+    except Exception:
+        return function
+
+
+def canonical_gpu(name) -> str | None:
+    """One spelling per GPU: Nsight Compute versions name a board 'GeForce RTX 3080' or
+    'NVIDIA GeForce RTX 3080'; both become the latter."""
+    if name is None:
+        return None
+    s = " ".join(str(name).split())
+    if s and not s.startswith("NVIDIA ") and re.match(r"(GeForce|Quadro|Tesla|TITAN|RTX|Jetson|[ABHLT]\d|G[BH]\d)", s):
+        return "NVIDIA " + s
+    return s
 
 
 def extract(path: Path, stem: str, ident_side: dict) -> pd.DataFrame:
@@ -118,7 +152,7 @@ def extract(path: Path, stem: str, ident_side: dict) -> pd.DataFrame:
         major, minor = text("device__attribute_compute_capability_major"), text(
             "device__attribute_compute_capability_minor")
         ident = {
-            "report": stem, "path": str(path), "gpu": text("device__attribute_display_name"),
+            "report": stem, "path": str(path), "gpu": canonical_gpu(text("device__attribute_display_name")),
             "arch": f"sm_{major}{minor}" if major is not None and minor is not None else None,
             "kernel": short_name(action), "kernel_full": action.name(action.NameBase_DEMANGLED),
             "range_idx": range_idx, "launch": launch, **ident_side,

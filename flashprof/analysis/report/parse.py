@@ -49,7 +49,7 @@ from flashprof.analysis.report.ncu_extract import (EXIT_REPORT_ERROR, FRAME_COLU
 REPORT_SUFFIX = ".ncu-rep"
 CACHE_APP = "flashprof"
 # Bump when the layout of the extracted frame changes: old cache files then miss.
-_CACHE_VERSION = b"flashprof-long-frame-v3"  # v3: variant = the sidecar's target key (target_key)
+_CACHE_VERSION = b"flashprof-long-frame-v4"  # v4: generic wrapper names with their template class; one GPU spelling
 _MAGIC = b"NVR\x00"  # first bytes of every .ncu-rep written by Nsight Compute
 KEY_COLUMNS = ("report", "range_idx", "launch", "metric")
 __all__ = ["FRAME_COLUMNS", "IDENTITY_COLUMNS", "KEY_COLUMNS", "SHAPE_FIELDS", "load_frame",

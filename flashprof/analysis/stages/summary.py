@@ -36,6 +36,7 @@ from flashprof.analysis.stages.pipes import pipes
 from flashprof.analysis.stages.roofline import roofline
 from flashprof.analysis.stages.stalls import STALL_REASONS, bank_conflicts, stalls
 from flashprof.analysis.stages.summary_render import (_flat, _nan_to_none, jsonable, render_compare_table, render_csv, render_json, render_table)  # noqa: F401 (public names)
+from flashprof.analysis.report.provenance import embedded
 from flashprof.analysis.report.target_key import gpu_name, kernel_key
 
 _BASE_KEYS = (
@@ -47,7 +48,7 @@ _BASE_KEYS = (
     "ai_l1", "ai_l2", "ai_dram", "ai_smem",
     "tensor_pipe_pct", "tensor_pipe_split", "tensor_pipe_work", "fma_pipe_pct", "alu_pipe_pct", "xu_pipe_pct",
     "lsu_pipe_pct", "issue_active_pct", "inst_executed", "inst_mix", "stalls", "smem_bank_conflicts", "smem_nway",
-    "ldsm_inst", "pct_of_fa2", "pct_of_fa2_call",
+    "ldsm_inst", "pct_of_fa2", "pct_of_fa2_call", "ncu_version", "clock_control", "cache_control",
 )
 _TAIL_KEYS = ("provenance", "missing", "collect_hint")
 # Recipe quantities whose summary field has another name (and unit: value / divisor): the
@@ -192,6 +193,10 @@ def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None,
         row["smem_bank_conflicts"] = dict(zip(b["op"], b["conflicts"]))
         row["smem_nway"] = dict(zip(b["op"], b["nway"]))
         row["ldsm_inst"] = b["ldsm_inst"].iloc[0] if len(b) else math.nan
+        made = embedded(rec["path"])  # from the report file itself: foreign reports have it too
+        for k in ("ncu_version", "clock_control", "cache_control"):
+            row[k] = made[k]
+            row["provenance"][k] = "exact: the report file" if made[k] else "null: not in the report file"
         fa2 = _fa2_duration(rec, refs)
         row["_fa2_ns"] = fa2
         is_attn, attn_why = attention_launch(rec, row)
@@ -226,6 +231,37 @@ def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None,
         out.append(row)
     _per_call(out)
     return [{k: row.get(k) for k in keys} for row in out]
+
+
+CLOCK_SPREAD_WARN = 0.03  # SM clocks 3 % or more apart: durations are not comparable as they are
+
+
+def clock_spread(rows: list[dict]) -> str | None:
+    """A warning when the reports' SM clocks (each report's dominant launch) differ by
+    CLOCK_SPREAD_WARN or more, else None."""
+    by_gpu: dict[str, dict] = {}
+    for r in rows:
+        c = r.get("sm_clock_hz")
+        clocks = by_gpu.setdefault(gpu_name(r.get("gpu")), {})
+        if _positive(c) and (r["report"] not in clocks or r.get("dominant")):
+            clocks[r["report"]] = (c, r.get("clock_control"))
+    # per GPU: a different GPU's clock says nothing about this one's
+    warn = [w for w in (_spread(c) for c in by_gpu.values()) if w]
+    return "; ".join(warn) or None
+
+
+def _spread(clocks: dict) -> str | None:
+    if len(clocks) < 2:
+        return None
+    lo = min(clocks, key=lambda k: clocks[k][0])
+    hi = max(clocks, key=lambda k: clocks[k][0])
+    spread = clocks[hi][0] / clocks[lo][0] - 1
+    if spread < CLOCK_SPREAD_WARN:
+        return None
+    ctl = lambda k: f", --clock-control {clocks[k][1]}" if clocks[k][1] else ""
+    return (f"SM clocks differ by {100 * spread:.1f} % across these reports ({lo} at {clocks[lo][0] / 1e9:.2f} GHz"
+            f"{ctl(lo)}; {hi} at {clocks[hi][0] / 1e9:.2f} GHz{ctl(hi)}): durations and % of FA2 carry that "
+            "difference (cycles do not)")
 
 
 def _positive(v) -> bool:
