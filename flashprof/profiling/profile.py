@@ -345,6 +345,7 @@ def _land(fresh: Path, report: Path) -> None:
 def profile_all(names: list[str], shape, args, ncu: str, t_start: float | None = None) -> int:
     from flashprof.profiling.correctness import refusal, require
     from flashprof.profiling.env import check_writable, git_info, now, smi_clocks, write_json_atomic
+    from flashprof.profiling.sidecar import Sidecar, sidecar_path
     from flashprof.profiling.targets import resolve
 
     t_all = t_start if t_start is not None else time.perf_counter()
@@ -457,38 +458,36 @@ def profile_all(names: list[str], shape, args, ncu: str, t_start: float | None =
                 pending.rmdir()
             except OSError:
                 pass
-        sidecar = {
-            "schema": 1,
-            "target_key": target.name,  # which target this is; analysis reads it first
-            "kernel": target.name,      # the same, as sidecars before target_key spelled it
-            "title": target.title,
-            "target": user_sidecar(target, counted, limit) if target.user else None,
-            "config": target.config.to_dict() if target.config else None,
-            "config_slug": target.config.slug if target.config else None,
-            "dispatch": dispatch_record(target.name, info["gpu"]["slug"], shape.seq, args.dtype),
-            "shape": shape.to_dict(),
-            "dtype": args.dtype,
-            "flops": shape.flops,
-            "gpu": info["gpu"],
-            "clocks": {"nvidia_smi_before": info["clocks_before"] if i == 1 else smi_clocks(),
-                       "nvidia_smi_after": smi_clocks(),
-                       "clock_control": args.clock_control,
-                       "note": "the SM clock during the profiled launch is in the report "
-                               "(sm__cycles_elapsed.avg.per_second)"},
-            "ncu": {"version": info["ncu_version"], "section_set": args.section_set, "kernel_regex": regex,
-                    "launch_count": opts.launch_count, "profiled_kernels": profiled,
-                    # the command as run, with the report's final path (ncu wrote it to .incomplete/)
-                    "args": [str(report.with_suffix("")) if a == str(fresh.with_suffix("")) else a for a in cmd[1:]],
-                    "seconds": round(ncu_secs, 2)},
-            "correctness": verdict.to_dict() if verdict else None,
-            "correctness_where": ("the profiled program, before the NVTX range" if in_child
-                                  else "the profiling process" if verdict else None),
-            "software": info["software"],
-            "git": git_info(),
-            "command": " ".join(shlex.quote(a) for a in sys.argv),
-            "created": now(),
-        }
-        write_json_atomic(report.with_name(stem + ".json"), sidecar)
+        sidecar = Sidecar(
+            target_key=target.name,  # which target this is (to_json also writes it as "kernel")
+            title=target.title,
+            target=user_sidecar(target, counted, limit) if target.user else None,
+            config=target.config.to_dict() if target.config else None,
+            config_slug=target.config.slug if target.config else None,
+            dispatch=dispatch_record(target.name, info["gpu"]["slug"], shape.seq, args.dtype),
+            shape=shape.to_dict(),
+            dtype=args.dtype,
+            flops=shape.flops,
+            gpu=info["gpu"],
+            clocks={"nvidia_smi_before": info["clocks_before"] if i == 1 else smi_clocks(),
+                    "nvidia_smi_after": smi_clocks(),
+                    "clock_control": args.clock_control,
+                    "note": "the SM clock during the profiled launch is in the report "
+                            "(sm__cycles_elapsed.avg.per_second)"},
+            ncu={"version": info["ncu_version"], "section_set": args.section_set, "kernel_regex": regex,
+                 "launch_count": opts.launch_count, "profiled_kernels": profiled,
+                 # the command as run, with the report's final path (ncu wrote it to .incomplete/)
+                 "args": [str(report.with_suffix("")) if a == str(fresh.with_suffix("")) else a for a in cmd[1:]],
+                 "seconds": round(ncu_secs, 2)},
+            correctness=verdict.to_dict() if verdict else None,
+            correctness_where=("the profiled program, before the NVTX range" if in_child
+                               else "the profiling process" if verdict else None),
+            software=info["software"],
+            git=git_info(),
+            command=" ".join(shlex.quote(a) for a in sys.argv),
+            created=now(),
+        )
+        write_json_atomic(sidecar_path(report), sidecar.to_json())
         paths.append(report)
         print(f"[{label}] wrote {report} (ncu {ncu_secs:.1f}s, total {time.perf_counter() - t0:.1f}s)",
               file=stream, flush=True)

@@ -32,14 +32,15 @@ Input: the long frame of ``flashprof.analysis.report.parse.load_frame`` and the 
 """
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
 
-from flashprof.analysis.report.parse import LAUNCH_KEY, launch_identity, per_launch, sidecar_path
+from flashprof.analysis.report.parse import LAUNCH_KEY, launch_identity, per_launch
+from flashprof.profiling.sidecar import SidecarError, sidecar_path
+from flashprof.profiling.sidecar import load as load_sidecar
 from flashprof.analysis.stages.pipes import OPCODE_PREFIX
 from flashprof.analysis.report.target_key import kernel_key
 from flashprof.analysis.gap.pipes_model.pipe_table import (FLOP_PER_HMMA, OPCODE_PIPE, REF, SEQ, SMEM_METRIC, SMEM_PROXY, TARGETS, WORK_COLUMNS, load_gpus, match_gpu, pipe_of)
@@ -77,10 +78,9 @@ def _config_slug(path) -> str | None:
     if not isinstance(path, str) or not path:
         return None
     try:
-        side = json.loads(sidecar_path(Path(path)).read_text())
-    except (OSError, ValueError):
+        slug = load_sidecar(sidecar_path(path)).config_slug
+    except SidecarError:
         return None
-    slug = side.get("config_slug") if isinstance(side, dict) else None
     return str(slug) if slug else None
 
 
