@@ -161,7 +161,7 @@ def fed_by(inp: Inputs, changed) -> dict[str, Callable[[str], bool]]:
     gpu_ceilings: the first series launch of each GPU (its peaks and clock). progression,
     sass_mix and autotune read bench.csv, the static SASS and autotune.csv: no report."""
     from flashprof.analysis.charts.identity import kernel_key
-    from flashprof.analysis.gap.pipes_model.pipe_table import TARGETS
+    from flashprof.analysis.gap.data import TARGETS
 
     changed = set(changed)
     own_roof = {f"roofline_{safe_name(r)}.png" for r in changed}
