@@ -129,11 +129,11 @@ def test_changed_frame_is_evaluated_again(count_evaluations):
 
 
 def test_new_recipe_reaches_summary_json_and_csv(monkeypatch):
-    from flashprof.analysis.metrics.recipe_kit import _r
+    from flashprof.analysis.metrics.recipe_kit import make_recipe
     from flashprof.analysis.stages.summary import render_csv, render_json, summarize
     table = dict(recipes.RECIPES)
     table["launches_per_second"] = (
-        _r(recipes.DERIVED, "1 / gpu__time_duration.sum", ("gpu__time_duration.sum",), (),
+        make_recipe(recipes.DERIVED, "1 / gpu__time_duration.sum", ("gpu__time_duration.sum",), (),
            lambda c: 1e9 / c.m["gpu__time_duration.sum"]),)
     monkeypatch.setattr(recipes, "RECIPES", table)
     path = _multi_launch_paths()[0]

@@ -316,9 +316,9 @@ def _built(cfg, slug: str | None = None) -> bool:
 def _guess_slug() -> str | None:
     """This GPU's slug from nvidia-smi (no torch), only to find kernel 7's tuned build."""
     from flashprof.kernels.config import gpu_slug
-    from flashprof.profiling.env import _run
+    from flashprof.profiling.env import run_command
 
-    name = _run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], timeout=10)
+    name = run_command(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], timeout=10)
     return gpu_slug(name.splitlines()[0]) if name else None
 
 

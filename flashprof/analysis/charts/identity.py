@@ -69,7 +69,7 @@ def launches(frame: pd.DataFrame) -> pd.DataFrame:
     return u
 
 
-def _many_args(L: pd.DataFrame, ident: pd.DataFrame | None, roof: pd.DataFrame | None) -> dict:
+def many_args(L: pd.DataFrame, ident: pd.DataFrame | None, roof: pd.DataFrame | None) -> dict:
     """Context line and name table for the per-launch charts of ``launch_charts``."""
     if ident is None:
         return {"context": "", "table": labels.name_table(L)}
@@ -77,7 +77,7 @@ def _many_args(L: pd.DataFrame, ident: pd.DataFrame | None, roof: pd.DataFrame |
     return {"context": ctx, "table": labels.name_table(L, ident)}
 
 
-def _fmt_shape(row) -> str | None:
+def fmt_shape(row) -> str | None:
     vals = [row.get(f) for f in ("batch", "heads", "seq", "d_head")]
     if any(v is None or pd.isna(v) for v in vals):
         return None
@@ -97,7 +97,7 @@ def context_line(ident: pd.DataFrame, roof: pd.DataFrame | None = None, reports=
         parts.append(" / ".join(gpus) if gpus else "GPU unknown")
     shapes, unknown = {}, []
     for rec in ident.to_dict("records"):
-        s = _fmt_shape(rec)
+        s = fmt_shape(rec)
         if s is None:
             unknown.append(kernel_label(kernel_key(rec["report"], rec.get("variant")), short=True))
         else:
@@ -119,5 +119,5 @@ def context_line(ident: pd.DataFrame, roof: pd.DataFrame | None = None, reports=
     return " \u00b7 ".join(parts)
 
 
-def _finite(*vals) -> bool:
+def positive_finite(*vals) -> bool:
     return all(v is not None and not pd.isna(v) and np.isfinite(v) and v > 0 for v in vals)

@@ -19,7 +19,7 @@ from flashprof.kernels.cli import FlashprofError
 from flashprof.kernels.common import write_atomic
 from flashprof.kernels.gpus import SHIPPED
 
-from flashprof.analysis.charts.identity import KERNEL_IDS, _fmt_shape, kernel_key, kernel_rank
+from flashprof.analysis.charts.identity import KERNEL_IDS, fmt_shape, kernel_key, kernel_rank
 from flashprof.analysis.report.parse import (REPORT_SUFFIX, cache_file, launch_identity, load_frame, load_source_frame)
 from flashprof.analysis.stages.pipes import pipes
 from flashprof.analysis.stages.roofline import roofline
@@ -72,7 +72,7 @@ class Inputs:
     def shape(self) -> str:
         """'fp16, B16 H16 S4096 d128' of the series' launches, from their sidecars."""
         rows = self.ident[self.keys.isin(KERNEL_IDS)]
-        shapes = list(dict.fromkeys(s for s in (_fmt_shape(r) for r in rows.to_dict("records")) if s))
+        shapes = list(dict.fromkeys(s for s in (fmt_shape(r) for r in rows.to_dict("records")) if s))
         dts = sorted({str(d) for d in rows["dtype"].dropna()})
         return f"{'/'.join(dts) or 'dtype not recorded'}, {' | '.join(shapes) or 'shape not recorded'}"
 

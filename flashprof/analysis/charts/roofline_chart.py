@@ -12,7 +12,7 @@ from matplotlib.lines import Line2D
 from flashprof.analysis.charts import labels
 from flashprof.analysis.charts.identity import context_line, is_series, kernel_color, launches
 from flashprof.analysis.charts.placement import Obstacles, text_size
-from flashprof.analysis.charts.roofline_layers import (LEVEL_LABELS, LEVEL_MARKERS, ROOF_FULL_NAMES, _LEVEL_LINESTYLES, _cluster, _draw_measured, _draw_series, _draw_zoom, _estimated, _foreign_handles, _path_users, _roof_ceilings, _series_points, _zoom_window)  # noqa: F401 (LEVEL_* are public)
+from flashprof.analysis.charts.roofline_layers import (LEVEL_LABELS, LEVEL_MARKERS, ROOF_FULL_NAMES, LEVEL_LINESTYLES, cluster, draw_measured, draw_series, draw_zoom, is_estimated, foreign_handles, path_users, roof_ceilings, series_points, zoom_window)  # noqa: F401 (LEVEL_* are public)
 from flashprof.analysis.charts.style import DPI, new_fig as _new_fig
 
 _renderer = labels.renderer
@@ -37,13 +37,13 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
     ``measured``: the measured roofs (``flashprof.analysis.stages.measured_roofs.measured_roofs``, at the launches'
     clock), drawn dotted beside the theoretical ones and listed with their values."""
     sel = roof if reports is None else roof[roof["report"].isin(list(reports))]
-    ceil = _roof_ceilings(sel)
+    ceil = roof_ceilings(sel)
     L = launches(sel)
     # the series' look (zoom, step names) also when a user target profiled by flashprof
     # (TARGET=...) sits beside kernels 1-7; anyone else's reports get the generic look
     foreign = not (L["key"].map(is_series) | L["profiled"]).all()
     # the zoom panel names every series: for the flashprof series, not for many launches
-    crowd = _cluster(L, sel) if (zoom is None and not foreign) or zoom else []
+    crowd = cluster(L, sel) if (zoom is None and not foreign) or zoom else []
     zoom = bool(crowd) if zoom is None else bool(zoom and crowd)
     if zoom:
         fig = _new_fig(14.0, 6.9)
@@ -61,7 +61,7 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
     # ---- data range -> limits (fixed before drawing so label angles are right)
     xs, ys = [], []
     for rec in L.to_dict("records"):
-        for pts in (_series_points(sel, rec), _series_points(sel, rec, fp32=True) if fp32_points else []):
+        for pts in (series_points(sel, rec), series_points(sel, rec, fp32=True) if fp32_points else []):
             xs += [p[1] for p in pts]
             ys += [p[2] for p in pts]
     top = max([v for k, v in ceil.items() if k.startswith(("tensor", "fp"))] or [max(ys or [1e12])])
@@ -75,7 +75,7 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
     # parallel slopes sit further apart and their inline labels read clearly
     x_lo = min(xs + ridges + entries) / 1.6 if xs or ridges else 0.1
     x_hi = max(xs + ridges + [10.0]) * 5
-    zoom_box = _zoom_window(sel, L[L["sid"].isin(crowd)]) if crowd else None
+    zoom_box = zoom_window(sel, L[L["sid"].isin(crowd)]) if crowd else None
     if zoom_box is not None:  # the zoom box and its label stay inside the axes
         x_hi = max(x_hi, zoom_box[1] * 1.6)
     ax.set_xlim(x_lo, x_hi)
@@ -88,7 +88,7 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
     obst = Obstacles(ax)
     for rec in L.to_dict("records"):
         ms = 7.0
-        for pts in (_series_points(sel, rec), _series_points(sel, rec, fp32=True) if fp32_points else []):
+        for pts in (series_points(sel, rec), series_points(sel, rec, fp32=True) if fp32_points else []):
             if pts:
                 a_lo, a_hi, f = min(p[1] for p in pts), max(p[1] for p in pts), pts[0][2]
                 obst.line([(a_lo, f / TF), (a_hi, f / TF)], r=1.5)
@@ -105,7 +105,7 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
     # ---- compute roofs: horizontal, from the ridge with the fastest level to the right
     fastest = max(bws.values()) if bws else None
     tensor_roofs = [k for k in ("tensor:wgmma", "tensor:mma.sync", "tensor:dmma") if k in ceil]
-    users = _path_users(sel, L)
+    users = path_users(sel, L)
     roof_style = {"tensor:mma.sync": ("#333333", "-", "tensor, mma.sync" + ("" if foreign else users.get("mma", ""))),
                   "tensor:wgmma": (kernel_color("cudnn"), "--", "tensor, wgmma" + ("" if foreign else users.get("wgmma", ""))),
                   "tensor:dmma": ("#6a3d9a", "-", "tensor, DMMA (FP64)"),
@@ -135,7 +135,7 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
             shown.append((bw, [level]))
         ridge = top / bw
         ax.plot([x_lo, ridge], [bw * x_lo / TF, top / TF], color="#4d4d4d", lw=1.3,
-                ls=_LEVEL_LINESTYLES[level], gid=f"ceiling:bw:{level}", zorder=2)
+                ls=LEVEL_LINESTYLES[level], gid=f"ceiling:bw:{level}", zorder=2)
         slope_ends[level] = ((x_lo, bw * x_lo / TF), (ridge, top / TF))
         for k in tensor_roofs:  # knee on each tensor roof
             ax.plot([ceil[k] / bw], [ceil[k] / TF], marker="|", ms=7, color="#4d4d4d", zorder=2)
@@ -222,10 +222,10 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
                 bbox={"boxstyle": f"square,pad={pad / (fs * DPI / 72):.2f}", "fc": "white", "ec": "none"})
         obst.rrect_px(c, u, W, H)
 
-    measured_handles = _draw_measured(ax, measured, ceil, x_lo, x_hi)
+    measured_handles = draw_measured(ax, measured, ceil, x_lo, x_hi)
 
     # ---- one series per launch
-    _draw_series(ax, sel, L, fp32_points=fp32_points)
+    draw_series(ax, sel, L, fp32_points=fp32_points)
     ax.set_xlabel("arithmetic intensity (FLOP of the launch's own kind / byte at that level; hollow: FP32)" if foreign
                   else "arithmetic intensity (tensor FLOP / byte at that level)")
     ax.set_ylabel("performance (TFLOP/s)")
@@ -234,12 +234,12 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
     ax.set_axisbelow(True)
 
     if zx is not None:
-        _draw_zoom(ax, zx, sel, L[L["sid"].isin(crowd)])
+        draw_zoom(ax, zx, sel, L[L["sid"].isin(crowd)])
 
     # ---- legends outside the data
     lax = zx if zx is not None else ax
     if foreign:
-        kh, ktitle = _foreign_handles(L, sel, fp32_points)
+        kh, ktitle = foreign_handles(L, sel, fp32_points)
     else:
         kh, ktitle = [Line2D([], [], color=c, lw=2, marker="o", ms=5, label=lab)
                       for c, lab in zip(L["color"], L["label"])], "kernel"
@@ -250,7 +250,7 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
                  ms=6, label=LEVEL_LABELS[lv]) for lv, m in LEVEL_MARKERS.items()]
     if fp32_points:
         lh.append(Line2D([], [], ls="--", marker="o", mfc="white", color="#555555", label="FP32 FLOP/s (hollow)"))
-    if any(_estimated(sel, rec) for rec in L.to_dict("records")):
+    if any(is_estimated(sel, rec) for rec in L.to_dict("records")):
         lh.append(Line2D([], [], ls="none", marker="x", mew=1.4, color="black", label="FLOP/s estimated"))
     leg2 = lax.legend(handles=lh, title="memory level", loc="lower left", bbox_to_anchor=(1.03, 0.0),
                       fontsize=8, title_fontsize=8.5, frameon=False)

@@ -12,16 +12,16 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from flashprof.analysis.charts import labels
-from flashprof.analysis.charts.identity import _finite, kernel_color
+from flashprof.analysis.charts.identity import positive_finite, kernel_color
 
 ROOF_FULL_NAMES = 6
 
 LEVEL_MARKERS = {"L1": "o", "L2": "s", "DRAM": "^", "shared memory": "D"}
 LEVEL_LABELS = {"L1": "L1", "L2": "L2", "DRAM": "DRAM", "shared memory": "shared mem.\u2020"}
-_LEVEL_LINESTYLES = {"L1": "-", "L2": "-", "DRAM": "-", "shared memory": ":"}
+LEVEL_LINESTYLES = {"L1": "-", "L2": "-", "DRAM": "-", "shared memory": ":"}
 
 
-def _roof_ceilings(roof: pd.DataFrame) -> dict:
+def roof_ceilings(roof: pd.DataFrame) -> dict:
     """Roofs to draw: for each kind, the highest value among the selected launches (SM
     clocks differ between launches; the highest roof keeps every point under it). Tensor
     roofs come from launches whose FLOP kind is tensor (a report without FLOP kinds: all),
@@ -55,7 +55,7 @@ def _roof_ceilings(roof: pd.DataFrame) -> dict:
     return out
 
 
-def _series_points(sel: pd.DataFrame, rec: dict, fp32: bool = False) -> list[tuple[str, float, float]]:
+def series_points(sel: pd.DataFrame, rec: dict, fp32: bool = False) -> list[tuple[str, float, float]]:
     """(level, intensity, FLOP/s) of one launch: on its own FLOP kind's chart (tensor for
     kernels 1-7; FP32/FP16/FP64 for such kernels), or its FP32 FLOPs (``fp32``; none when
     FP32 already is its kind)."""
@@ -68,10 +68,10 @@ def _series_points(sel: pd.DataFrame, rec: dict, fp32: bool = False) -> list[tup
         ai, fl = "ai_fp32", "flops_fp32"
     else:
         ai, fl = ("ai", "flops") if own else ("ai_tensor", "flops_tensor")
-    return [(lv, a, f) for lv, a, f in zip(s["level"].astype(str), s[ai], s[fl]) if _finite(a, f)]
+    return [(lv, a, f) for lv, a, f in zip(s["level"].astype(str), s[ai], s[fl]) if positive_finite(a, f)]
 
 
-def _estimated(sel: pd.DataFrame, rec: dict) -> bool:
+def is_estimated(sel: pd.DataFrame, rec: dict) -> bool:
     """The launch's FLOP rate comes from a labelled estimate, not a counter."""
     if "flops_provenance" not in sel.columns:
         return False
@@ -79,12 +79,12 @@ def _estimated(sel: pd.DataFrame, rec: dict) -> bool:
     return s["flops_provenance"].astype(str).str.startswith("estimated").any()
 
 
-def _draw_series(ax, sel: pd.DataFrame, L: pd.DataFrame, *, fp32_points: bool, prefix: str = "", ms: float = 7) -> None:
+def draw_series(ax, sel: pd.DataFrame, L: pd.DataFrame, *, fp32_points: bool, prefix: str = "", ms: float = 7) -> None:
     """One joined line + one marker per memory level for every launch in ``L``."""
     TF = 1e12
     for rec in L.to_dict("records"):
         color = rec["color"]
-        pts = _series_points(sel, rec)
+        pts = series_points(sel, rec)
         if pts:
             order = sorted(pts, key=lambda p: p[1])
             ax.plot([p[1] for p in order], [p[2] / TF for p in order], color=color, lw=1.4, alpha=0.85,
@@ -93,11 +93,11 @@ def _draw_series(ax, sel: pd.DataFrame, L: pd.DataFrame, *, fp32_points: bool, p
                 ax.plot([a], [f / TF], marker=LEVEL_MARKERS.get(lv, "o"), ms=ms, color=color,
                         mec="white" if lv != "shared memory" else color, mew=0.8,
                         mfc=color if lv != "shared memory" else "white", ls="none", zorder=5)
-            if _estimated(sel, rec):  # a cross over every point whose FLOP rate is an estimate
+            if is_estimated(sel, rec):  # a cross over every point whose FLOP rate is an estimate
                 ax.plot([p[1] for p in pts], [p[2] / TF for p in pts], marker="x", ms=ms + 2, mew=1.4,
                         color="black", ls="none", zorder=6, gid=f"{prefix}estimated:{rec['sid']}")
         if fp32_points:
-            fpts = _series_points(sel, rec, fp32=True)
+            fpts = series_points(sel, rec, fp32=True)
             if fpts:
                 order = sorted(fpts, key=lambda p: p[1])
                 ax.plot([p[1] for p in order], [p[2] / TF for p in order], color=color, lw=1.0, ls="--",
@@ -109,12 +109,12 @@ def _draw_series(ax, sel: pd.DataFrame, L: pd.DataFrame, *, fp32_points: bool, p
 
 
 
-def _cluster(L: pd.DataFrame, sel: pd.DataFrame, spread: float = 1.4) -> list[str]:
+def cluster(L: pd.DataFrame, sel: pd.DataFrame, spread: float = 1.4) -> list[str]:
     """Series ids whose tensor FLOP/s lie within a factor ``spread`` of the median
     series: the crowd a zoom panel should separate."""
     heights = {}
     for rec in L.to_dict("records"):
-        pts = _series_points(sel, rec)
+        pts = series_points(sel, rec)
         if pts:
             heights[rec["sid"]] = float(np.median([p[2] for p in pts]))
     if len(heights) < 3:
@@ -123,13 +123,13 @@ def _cluster(L: pd.DataFrame, sel: pd.DataFrame, spread: float = 1.4) -> list[st
     return [sid for sid, h in heights.items() if abs(math.log(h / med)) <= math.log(spread)]
 
 
-def _foreign_handles(L: pd.DataFrame, sel: pd.DataFrame, fp32: bool) -> tuple[list, str]:
+def foreign_handles(L: pd.DataFrame, sel: pd.DataFrame, fp32: bool) -> tuple[list, str]:
     """Legend entries for reports outside the series: one per launch when a single report
     has a colour per launch, else one per report (its full stem wrapped, or its tag when
     more than ``ROOF_FULL_NAMES`` reports share the chart); '(no point)' marks launches
     whose report lacks the FLOP or byte metrics."""
     def drawn(rec):
-        return bool(_series_points(sel, rec) or (fp32 and _series_points(sel, rec, fp32=True)))
+        return bool(series_points(sel, rec) or (fp32 and series_points(sel, rec, fp32=True)))
 
     recs = L.to_dict("records")
     if L["report"].nunique() == 1 and L["color"].map(str).nunique() == len(L) > 1:
@@ -147,7 +147,7 @@ def _foreign_handles(L: pd.DataFrame, sel: pd.DataFrame, fp32: bool) -> tuple[li
     return out, "report"
 
 
-def _path_users(sel: pd.DataFrame, L: pd.DataFrame) -> dict[str, str]:
+def path_users(sel: pd.DataFrame, L: pd.DataFrame) -> dict[str, str]:
     """{'mma': ' (K1-K7, FA2)', 'wgmma': ' (cuDNN, triton…)'}: who runs on each tensor path."""
     short = dict(zip(L["report"], L["short"]))
     out = {}
@@ -168,7 +168,7 @@ _MEASURED_COMPUTE = {"mma.sync fp16": "tensor:mma.sync", "wgmma fp16": "tensor:w
 _MEASURED_BW = {"shared memory": "shared memory", "L2": "L2", "DRAM": "DRAM"}
 
 
-def _draw_measured(ax, measured: pd.DataFrame | None, ceil: dict, x_lo: float, x_hi: float) -> list:
+def draw_measured(ax, measured: pd.DataFrame | None, ceil: dict, x_lo: float, x_hi: float) -> list:
     """Dotted measured roofs (compute: horizontal beside the theoretical roof of the same
     kind; bandwidth: slope up to the measured mma.sync roof); returns legend handles."""
     if measured is None or not len(measured):
@@ -198,30 +198,30 @@ def _draw_measured(ax, measured: pd.DataFrame | None, ceil: dict, x_lo: float, x
     return handles
 
 
-def _zoom_window(sel: pd.DataFrame, crowd: pd.DataFrame) -> tuple[float, float, float, float]:
+def zoom_window(sel: pd.DataFrame, crowd: pd.DataFrame) -> tuple[float, float, float, float]:
     """(x_lo, x_hi, y_lo, y_hi) of the zoom panel, y in TFLOP/s."""
     TF = 1e12
-    pts = [p for rec in crowd.to_dict("records") for p in _series_points(sel, rec)]
+    pts = [p for rec in crowd.to_dict("records") for p in series_points(sel, rec)]
     x_lo, x_hi = min(p[1] for p in pts) / 2.5, max(p[1] for p in pts) * 12
     f_lo, f_hi = min(p[2] for p in pts) / TF, max(p[2] for p in pts) / TF
     pad = (f_hi - f_lo) * 0.12 + 1.0
     return x_lo, x_hi, f_lo - pad, f_hi + pad
 
 
-def _draw_zoom(ax, zx, sel: pd.DataFrame, crowd: pd.DataFrame) -> None:
+def draw_zoom(ax, zx, sel: pd.DataFrame, crowd: pd.DataFrame) -> None:
     """Right panel: the crowded series on a linear FLOP/s axis, each labelled at its
     right end (labels pushed apart vertically), and a box on the main axes marking the
     window (roofs stay in the main panel: near-vertical on a linear axis they only clutter)."""
-    x_lo, x_hi, y_lo, y_hi = _zoom_window(sel, crowd)
+    x_lo, x_hi, y_lo, y_hi = zoom_window(sel, crowd)
     zx.set_xscale("log")
     zx.set_xlim(x_lo, x_hi)
     zx.set_ylim(y_lo, y_hi)
     TF = 1e12
-    _draw_series(zx, sel, crowd, fp32_points=False, prefix="zoom:", ms=6)
+    draw_series(zx, sel, crowd, fp32_points=False, prefix="zoom:", ms=6)
     # right-end labels, at least 4.2 % of the axis height apart
     ends = []
     for rec in crowd.to_dict("records"):
-        p = _series_points(sel, rec)
+        p = series_points(sel, rec)
         if p:
             right = max(p, key=lambda q: q[1])
             ends.append([right[2] / TF, right[1], rec])

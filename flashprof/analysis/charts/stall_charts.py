@@ -17,7 +17,7 @@ from matplotlib.patches import Patch
 
 from flashprof.analysis.stages.stalls import REASON_FAMILY, STALL_FAMILIES, STALL_REASONS
 from flashprof.analysis.charts import launch_charts
-from flashprof.analysis.charts.identity import (KERNEL_TICKS, _many_args, context_line, is_series, kernel_color, launches)
+from flashprof.analysis.charts.identity import (KERNEL_TICKS, many_args, context_line, is_series, kernel_color, launches)
 from flashprof.analysis.charts.style import (BANK_NOTE, PIPE_LABELS, REASON_COLORS, SMEM_FAMILY, new_fig as _new_fig, reason_style as _reason_style)
 
 
@@ -29,7 +29,7 @@ def plot_stalls(stall_frame: pd.DataFrame, ident: pd.DataFrame | None = None, ro
     """Stacked bars per launch of the stall reasons (canonical order, fixed colours)."""
     L = launches(stall_frame)
     if not L["key"].map(is_series).all():
-        return launch_charts.stalls_many(stall_frame, L, value=value, **_many_args(L, ident, roof))
+        return launch_charts.stalls_many(stall_frame, L, value=value, **many_args(L, ident, roof))
     reasons = list(stall_frame["reason"].cat.categories) if hasattr(stall_frame["reason"], "cat") \
         else list(dict.fromkeys(stall_frame["reason"]))
     present = [r for r in reasons if (stall_frame.loc[stall_frame["reason"] == r, value].fillna(0) > 0).any()]
@@ -200,7 +200,7 @@ def plot_pipes(pipe_frame: pd.DataFrame, ident: pd.DataFrame | None = None, roof
     sub = pipe_frame[pipe_frame["category"].isin(["utilization", "issue"])]
     L = launches(sub)
     if not L["key"].map(is_series).all():
-        return launch_charts.pipes_many(pipe_frame, L, names, **_many_args(L, ident, roof))
+        return launch_charts.pipes_many(pipe_frame, L, names, **many_args(L, ident, roof))
     fig = _new_fig(12.0, 5.4)
     ax = fig.add_axes([0.07, 0.2, 0.66, 0.66])
     n = max(len(L), 1)
@@ -243,7 +243,7 @@ def plot_bank_conflicts(banks: pd.DataFrame, ident: pd.DataFrame | None = None, 
     """n-way shared-memory bank conflict degree (ld, st) and ldmatrix count per launch."""
     L = launches(banks)
     if not L["key"].map(is_series).all():
-        return launch_charts.banks_many(banks, L, **_many_args(L, ident, roof))
+        return launch_charts.banks_many(banks, L, **many_args(L, ident, roof))
     fig = _new_fig(10.0, 4.4)
     a1 = fig.add_axes([0.1, 0.2, 0.5, 0.56])
     a2 = fig.add_axes([0.72, 0.2, 0.26, 0.56])

@@ -2,8 +2,8 @@
 
 ``Recipe`` (provenance, formula, metrics, uses, compute) and ``Result``; the hardware
 constants the recipes multiply by (each with its source); the tensor-path helpers that pick
-a launch's tensor counters; and the small factories (``_scaled``, ``_over_time``,
-``_fp_recipes``, ``_l1`` ...) that turn a metric name into a ``compute(ctx)`` function.
+a launch's tensor counters; and the small factories (``scaled_metric``, ``over_time``,
+``fp_recipes``, ``l1_recipes`` ...) that turn a metric name into a ``compute(ctx)`` function.
 Nothing here evaluates anything: ``recipes.evaluate`` does.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ SECTOR_BYTES = 32.0
 FLOP_KINDS = ("tensor", "fp32", "fp16", "fp64")  # ties for flops_kind go to the first
 
 
-def _finite(v) -> bool:
+def is_finite(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
@@ -51,7 +51,7 @@ class Result:
     reason: str | None = None          # why the value is null although the report shows work
 
 
-def _r(provenance, formula, metrics=(), uses=(), compute=None) -> Recipe:
+def make_recipe(provenance, formula, metrics=(), uses=(), compute=None) -> Recipe:
     return Recipe(provenance, formula, tuple(metrics), tuple(uses), compute)
 
 
@@ -93,7 +93,7 @@ def tensor_counters(m: dict) -> list[str]:
 
 def tensor_detail(m: dict) -> tuple[float, str | None, str | None, str | None]:
     """(FLOP per SM-clock, ceiling metric, path, src) of the tensor counters in ``m``."""
-    names = [n for n in tensor_counters(m) if _finite(m.get(n))]
+    names = [n for n in tensor_counters(m) if is_finite(m.get(n))]
     if not names:
         return NAN, None, None, None
     per_cycle = sum(float(m[n]) for n in names)
@@ -111,18 +111,18 @@ def tensor_detail(m: dict) -> tuple[float, str | None, str | None, str | None]:
     return per_cycle, metric, hit["op"] or "tensor", hit["src"]
 
 
-def _tensor_exact(c) -> float:
+def tensor_exact(c) -> float:
     per_cycle, _metric, _p, _s = tensor_detail(c.m)
     return per_cycle * c.q("sm_clock_hz")
 
 
-def _tensor_ceiling_exact(c) -> float:
+def tensor_ceiling_exact(c) -> float:
     _pc, metric, _p, _s = tensor_detail(c.m)
     peak = c.m.get(metric.replace(".sum.per_cycle_elapsed", ".sum.peak_sustained")) if metric else None
-    return float(peak) * c.q("sm_clock_hz") if _finite(peak) else NAN
+    return float(peak) * c.q("sm_clock_hz") if is_finite(peak) else NAN
 
 
-def _hmma_pct_elapsed(c) -> float:
+def hmma_pct_elapsed(c) -> float:
     """Tensor pipe (HMMA only: the generic tensor pipe also counts IMMA/DMMA and, on sm_90,
     HFMA2) active cycles as % of elapsed cycles."""
     if _PIPE_PCT[0] in c.m:
@@ -133,19 +133,19 @@ def _hmma_pct_elapsed(c) -> float:
     return NAN
 
 
-def _tensor_estimate(c) -> float:
+def tensor_estimate(c) -> float:
     per_clk = TENSOR_FP16_FLOP_PER_CLK_PER_SM.get(c.arch)
     if per_clk is None:
         return NAN
-    return _hmma_pct_elapsed(c) / 100.0 * per_clk * c.q("sm_count") * c.q("sm_clock_hz")
+    return hmma_pct_elapsed(c) / 100.0 * per_clk * c.q("sm_count") * c.q("sm_clock_hz")
 
 
-def _tensor_ceiling_estimate(c) -> float:
+def tensor_ceiling_estimate(c) -> float:
     per_clk = TENSOR_FP16_FLOP_PER_CLK_PER_SM.get(c.arch)
     return NAN if per_clk is None else per_clk * c.q("sm_count") * c.q("sm_clock_hz")
 
 
-def _has_tensor_counters(m: dict) -> bool:
+def has_tensor_counters(m: dict) -> bool:
     return bool(tensor_counters(m))
 
 
@@ -156,11 +156,11 @@ _PIPE_PCT = ("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_el
 _T = "smsp__sass_thread_inst_executed_op_{}_pred_on.sum"
 _DT = "derived__smsp__sass_thread_inst_executed_op_{}"
 _PEAK = "sm__sass_thread_inst_executed_op_{}_pred_on.sum.peak_sustained"
-_DPEAK = "derived__sm__sass_thread_inst_executed_op_{}"
+DPEAK = "derived__sm__sass_thread_inst_executed_op_{}"
 _PC = ".per_cycle_elapsed"
 
 
-def _per_cycle_sum(weights: dict[str, float]) -> Callable:
+def per_cycle_sum(weights: dict[str, float]) -> Callable:
     def f(c):
         return sum(w * c.m[n] for n, w in weights.items()) * c.q("smsp_clock_hz")
     return f
@@ -172,11 +172,11 @@ def _counts_over_time(weights: dict[str, float]) -> Callable:
     return f
 
 
-def _peak(metric: str, factor: float) -> Callable:
+def peak_rate(metric: str, factor: float) -> Callable:
     return lambda c: factor * c.m[metric] * c.q("sm_clock_hz")
 
 
-def _fp_recipes(kind: str, add: str, mul: str, fma: str, lanes: float) -> tuple[Recipe, ...]:
+def fp_recipes(kind: str, add: str, mul: str, fma: str, lanes: float) -> tuple[Recipe, ...]:
     """FLOP/s of a non-tensor kind: add + mul + 2 fma thread instructions (x lanes)."""
     raw_pc = {_T.format(add) + _PC: lanes, _T.format(mul) + _PC: lanes, _T.format(fma) + _PC: 2 * lanes}
     raw_n = {_T.format(add): lanes, _T.format(mul): lanes, _T.format(fma): 2 * lanes}
@@ -184,37 +184,37 @@ def _fp_recipes(kind: str, add: str, mul: str, fma: str, lanes: float) -> tuple[
     if kind == "fp16":
         new = {_DT.format("hadd_pred_on_x2"): 1, _DT.format("hmul_pred_on_x2"): 1, _DT.format("hfma_pred_on_x4"): 1}
         old = {_T.format("hadd") + _PC: 1, _T.format("hmul") + _PC: 1, _DT.format("hfma_pred_on_x2"): 1}
-        out += [_r(EXACT, "(derived hadd_x2 + hmul_x2 + hfma_x4 per cycle) x smsp clock [hierarchical Half chart]",
-                   new, ("smsp_clock_hz",), _per_cycle_sum(new)),
-                _r(EXACT, "(hadd + hmul + derived hfma_x2, per cycle) x smsp clock [older SpeedOfLight_RooflineChart]",
-                   old, ("smsp_clock_hz",), _per_cycle_sum(old))]
-    out += [_r(EXACT if kind != "fp16" else DERIVED,
+        out += [make_recipe(EXACT, "(derived hadd_x2 + hmul_x2 + hfma_x4 per cycle) x smsp clock [hierarchical Half chart]",
+                   new, ("smsp_clock_hz",), per_cycle_sum(new)),
+                make_recipe(EXACT, "(hadd + hmul + derived hfma_x2, per cycle) x smsp clock [older SpeedOfLight_RooflineChart]",
+                   old, ("smsp_clock_hz",), per_cycle_sum(old))]
+    out += [make_recipe(EXACT if kind != "fp16" else DERIVED,
                f"({lanes:g}x{add} + {lanes:g}x{mul} + {2 * lanes:g}x{fma} thread inst per cycle) x smsp clock",
-               raw_pc, ("smsp_clock_hz",), _per_cycle_sum(raw_pc)),
-            _r(DERIVED, f"({lanes:g}x{add} + {lanes:g}x{mul} + {2 * lanes:g}x{fma} thread inst) / duration",
+               raw_pc, ("smsp_clock_hz",), per_cycle_sum(raw_pc)),
+            make_recipe(DERIVED, f"({lanes:g}x{add} + {lanes:g}x{mul} + {2 * lanes:g}x{fma} thread inst) / duration",
                raw_n, ("duration_ns",), _counts_over_time(raw_n))]
     return tuple(out)
 
 
-def _fp_ceilings(fma: str, lanes: float, derived_peak: str) -> tuple[Recipe, ...]:
+def fp_ceilings(fma: str, lanes: float, derived_peak: str) -> tuple[Recipe, ...]:
     return (
-        _r(EXACT, f"{_DPEAK.format(derived_peak)} x SM clock", (_DPEAK.format(derived_peak),), ("sm_clock_hz",),
-           _peak(_DPEAK.format(derived_peak), 1.0)),
-        _r(EXACT, f"{2 * lanes:g} x {_PEAK.format(fma)} x SM clock", (_PEAK.format(fma),), ("sm_clock_hz",),
-           _peak(_PEAK.format(fma), 2 * lanes)),
+        make_recipe(EXACT, f"{DPEAK.format(derived_peak)} x SM clock", (DPEAK.format(derived_peak),), ("sm_clock_hz",),
+           peak_rate(DPEAK.format(derived_peak), 1.0)),
+        make_recipe(EXACT, f"{2 * lanes:g} x {_PEAK.format(fma)} x SM clock", (_PEAK.format(fma),), ("sm_clock_hz",),
+           peak_rate(_PEAK.format(fma), 2 * lanes)),
     )
 
 
 # --------------------------------------------------------------------------- bytes
-def _scaled(metric: str, factor: float) -> Callable:
+def scaled_metric(metric: str, factor: float) -> Callable:
     return lambda c: factor * c.m[metric]
 
 
-def _over_time(metrics: tuple[str, ...], factor: float = 1.0) -> Callable:
+def over_time(metrics: tuple[str, ...], factor: float = 1.0) -> Callable:
     return lambda c: factor * sum(c.m[n] for n in metrics) / (c.q("duration_ns") * 1e-9)
 
 
-def _from_pct(rate: tuple[str, float], pct: str) -> Callable:
+def from_pct(rate: tuple[str, float], pct: str) -> Callable:
     """Ceiling = achieved rate / (its % of peak / 100)."""
     def f(c):
         p = c.m[pct]
@@ -222,37 +222,37 @@ def _from_pct(rate: tuple[str, float], pct: str) -> Callable:
     return f
 
 
-def _peak_at(metric: str, factor: float, clock: str) -> Callable:
+def peak_at(metric: str, factor: float, clock: str) -> Callable:
     return lambda c: factor * c.m[metric] * c.m[clock]
 
 
-def _l1(kind: str) -> tuple[Recipe, ...]:
+def l1_recipes(kind: str) -> tuple[Recipe, ...]:
     wb = f"l1tex__lsu_writeback_active_mem_{kind}.sum"
     dwb = f"derived__l1tex__lsu_writeback_bytes_mem_{kind}.sum.per_second"
     return (
-        _r(EXACT, f"128 B x {wb}.per_second", (f"{wb}.per_second",), (), _scaled(f"{wb}.per_second", L1_BYTES_PER_CYCLE)),
-        _r(EXACT, dwb, (dwb,), (), _scaled(dwb, 1.0)),
-        _r(DERIVED, f"128 B x {wb} / duration", (wb,), ("duration_ns",), _over_time((wb,), L1_BYTES_PER_CYCLE)),
+        make_recipe(EXACT, f"128 B x {wb}.per_second", (f"{wb}.per_second",), (), scaled_metric(f"{wb}.per_second", L1_BYTES_PER_CYCLE)),
+        make_recipe(EXACT, dwb, (dwb,), (), scaled_metric(dwb, 1.0)),
+        make_recipe(DERIVED, f"128 B x {wb} / duration", (wb,), ("duration_ns",), over_time((wb,), L1_BYTES_PER_CYCLE)),
     )
 
 
-def _l1_ceiling(kind: str) -> tuple[Recipe, ...]:
+def l1_ceiling_recipes(kind: str) -> tuple[Recipe, ...]:
     wb = f"l1tex__lsu_writeback_active_mem_{kind}.sum"
     dwb = f"derived__l1tex__lsu_writeback_bytes_mem_{kind}.sum.peak_sustained"
     clk = "l1tex__cycles_elapsed.avg.per_second"
     return (
-        _r(EXACT, f"128 B x {wb}.peak_sustained x L1 clock", (f"{wb}.peak_sustained", clk), (),
-           _peak_at(f"{wb}.peak_sustained", L1_BYTES_PER_CYCLE, clk)),
-        _r(EXACT, f"{dwb} x L1 clock", (dwb, clk), (), _peak_at(dwb, 1.0, clk)),
-        _r(DERIVED, f"L1 bytes/s / ({wb}.pct_of_peak_sustained_elapsed / 100)",
+        make_recipe(EXACT, f"128 B x {wb}.peak_sustained x L1 clock", (f"{wb}.peak_sustained", clk), (),
+           peak_at(f"{wb}.peak_sustained", L1_BYTES_PER_CYCLE, clk)),
+        make_recipe(EXACT, f"{dwb} x L1 clock", (dwb, clk), (), peak_at(dwb, 1.0, clk)),
+        make_recipe(DERIVED, f"L1 bytes/s / ({wb}.pct_of_peak_sustained_elapsed / 100)",
            (wb, f"{wb}.pct_of_peak_sustained_elapsed"), ("bytes_l1",),
            lambda c: c.q("bytes_l1") / (c.m[f"{wb}.pct_of_peak_sustained_elapsed"] / 100.0)
            if c.m[f"{wb}.pct_of_peak_sustained_elapsed"] > 0 else NAN),
     )
 
 
-_LTS = "lts__lts2xbar_cycles_active.sum"
-_DRAM_PCT = "dram__bytes_read.sum.pct_of_peak_sustained_elapsed"
+LTS = "lts__lts2xbar_cycles_active.sum"
+DRAM_PCT = "dram__bytes_read.sum.pct_of_peak_sustained_elapsed"
 
 
 # --------------------------------------------------------------------------- work shown
@@ -261,7 +261,7 @@ def busy(m: dict, base: str) -> tuple[str, float] | None:
     rollup / rate / %-of-peak, never a ``.peak_sustained*`` (the hardware's capacity)."""
     for name in sorted(m):
         if (name.startswith(base + ".") and ".peak_sustained" not in name
-                and _finite(m[name]) and float(m[name]) > 0):
+                and is_finite(m[name]) and float(m[name]) > 0):
             return name, float(m[name])
     return None
 

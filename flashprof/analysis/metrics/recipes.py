@@ -30,112 +30,112 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 
-from flashprof.analysis.metrics.recipe_kit import (NAN, EXACT, DERIVED, TENSOR_FP16_FLOP_PER_CLK_PER_SM, SMEM_BYTES_PER_WAVEFRONT, SMEM_BYTES_PER_CLK_PER_SM, L2_BYTES_PER_CYCLE, L1_BYTES_PER_CYCLE, SECTOR_BYTES, FLOP_KINDS, Recipe, Result, _r, tensor_counters, tensor_detail, _tensor_exact, _tensor_ceiling_exact, _hmma_pct_elapsed, _tensor_estimate, _tensor_ceiling_estimate, _has_tensor_counters, _DPEAK, _per_cycle_sum, _peak, _fp_recipes, _fp_ceilings, _scaled, _over_time, _from_pct, _peak_at, _l1, _l1_ceiling, _LTS, _DRAM_PCT, _finite, any_busy, tensor_fp_work)  # noqa: F401 (public names re-exported)
+from flashprof.analysis.metrics.recipe_kit import (NAN, EXACT, DERIVED, TENSOR_FP16_FLOP_PER_CLK_PER_SM, SMEM_BYTES_PER_WAVEFRONT, SMEM_BYTES_PER_CLK_PER_SM, L2_BYTES_PER_CYCLE, L1_BYTES_PER_CYCLE, SECTOR_BYTES, FLOP_KINDS, Recipe, Result, make_recipe, tensor_counters, tensor_detail, tensor_exact, tensor_ceiling_exact, hmma_pct_elapsed, tensor_estimate, tensor_ceiling_estimate, has_tensor_counters, DPEAK, per_cycle_sum, peak_rate, fp_recipes, fp_ceilings, scaled_metric, over_time, from_pct, peak_at, l1_recipes, l1_ceiling_recipes, LTS, DRAM_PCT, is_finite, any_busy, tensor_fp_work)  # noqa: F401 (public names re-exported)
 
 
 # --------------------------------------------------------------------------- the table
 RECIPES: dict[str, tuple[Recipe, ...]] = {
     "duration_ns": (
-        _r(EXACT, "gpu__time_duration.sum", ("gpu__time_duration.sum",), (), _scaled("gpu__time_duration.sum", 1.0)),
+        make_recipe(EXACT, "gpu__time_duration.sum", ("gpu__time_duration.sum",), (), scaled_metric("gpu__time_duration.sum", 1.0)),
     ),
     "sm_clock_hz": (
-        _r(EXACT, "sm__cycles_elapsed.avg.per_second", ("sm__cycles_elapsed.avg.per_second",), (),
-           _scaled("sm__cycles_elapsed.avg.per_second", 1.0)),
-        _r(EXACT, "gpc__cycles_elapsed.avg.per_second (same clock domain)", ("gpc__cycles_elapsed.avg.per_second",), (),
-           _scaled("gpc__cycles_elapsed.avg.per_second", 1.0)),
-        _r(DERIVED, "sm__cycles_elapsed.avg / duration", ("sm__cycles_elapsed.avg",), ("duration_ns",),
+        make_recipe(EXACT, "sm__cycles_elapsed.avg.per_second", ("sm__cycles_elapsed.avg.per_second",), (),
+           scaled_metric("sm__cycles_elapsed.avg.per_second", 1.0)),
+        make_recipe(EXACT, "gpc__cycles_elapsed.avg.per_second (same clock domain)", ("gpc__cycles_elapsed.avg.per_second",), (),
+           scaled_metric("gpc__cycles_elapsed.avg.per_second", 1.0)),
+        make_recipe(DERIVED, "sm__cycles_elapsed.avg / duration", ("sm__cycles_elapsed.avg",), ("duration_ns",),
            lambda c: c.m["sm__cycles_elapsed.avg"] / (c.q("duration_ns") * 1e-9)),
-        _r(DERIVED, "gpc__cycles_elapsed.max / duration (the GPCs share the SM clock)", ("gpc__cycles_elapsed.max",),
+        make_recipe(DERIVED, "gpc__cycles_elapsed.max / duration (the GPCs share the SM clock)", ("gpc__cycles_elapsed.max",),
            ("duration_ns",), lambda c: c.m["gpc__cycles_elapsed.max"] / (c.q("duration_ns") * 1e-9)),
     ),
     "smsp_clock_hz": (
-        _r(EXACT, "smsp__cycles_elapsed.avg.per_second", ("smsp__cycles_elapsed.avg.per_second",), (),
-           _scaled("smsp__cycles_elapsed.avg.per_second", 1.0)),
-        _r(DERIVED, "SM clock (the SMSPs run on it)", (), ("sm_clock_hz",), lambda c: c.q("sm_clock_hz")),
+        make_recipe(EXACT, "smsp__cycles_elapsed.avg.per_second", ("smsp__cycles_elapsed.avg.per_second",), (),
+           scaled_metric("smsp__cycles_elapsed.avg.per_second", 1.0)),
+        make_recipe(DERIVED, "SM clock (the SMSPs run on it)", (), ("sm_clock_hz",), lambda c: c.q("sm_clock_hz")),
     ),
     "sm_count": (
-        _r(EXACT, "launch__sm_count", ("launch__sm_count",), (), _scaled("launch__sm_count", 1.0)),
-        _r(EXACT, "device__attribute_multiprocessor_count", ("device__attribute_multiprocessor_count",), (),
-           _scaled("device__attribute_multiprocessor_count", 1.0)),
+        make_recipe(EXACT, "launch__sm_count", ("launch__sm_count",), (), scaled_metric("launch__sm_count", 1.0)),
+        make_recipe(EXACT, "device__attribute_multiprocessor_count", ("device__attribute_multiprocessor_count",), (),
+           scaled_metric("device__attribute_multiprocessor_count", 1.0)),
     ),
     "flops_tensor": (
-        _r(EXACT, "sum of sm__ops_path_tensor_[op_<path>_]src_<type>[_dst_<type>]_sparsity_off.sum.per_cycle_elapsed"
-                  " x SM clock [hierarchical Tensor chart]", (), ("sm_clock_hz",), _tensor_exact),
-        _r(EXACT, "derived__smsp__inst_executed_pipe_tensor_x512 x smsp clock [older SpeedOfLight_RooflineChart]",
+        make_recipe(EXACT, "sum of sm__ops_path_tensor_[op_<path>_]src_<type>[_dst_<type>]_sparsity_off.sum.per_cycle_elapsed"
+                  " x SM clock [hierarchical Tensor chart]", (), ("sm_clock_hz",), tensor_exact),
+        make_recipe(EXACT, "derived__smsp__inst_executed_pipe_tensor_x512 x smsp clock [older SpeedOfLight_RooflineChart]",
            ("derived__smsp__inst_executed_pipe_tensor_x512",), ("smsp_clock_hz",),
-           _per_cycle_sum({"derived__smsp__inst_executed_pipe_tensor_x512": 1})),
-        _r("estimated:tensor pipe active cycles x published dense FP16 peak",
-           "HMMA pipe active % of elapsed cycles / 100 x dense FP16 FLOP/clk/SM x SMs x SM clock", (), ("sm_clock_hz", "sm_count"), _tensor_estimate),
+           per_cycle_sum({"derived__smsp__inst_executed_pipe_tensor_x512": 1})),
+        make_recipe("estimated:tensor pipe active cycles x published dense FP16 peak",
+           "HMMA pipe active % of elapsed cycles / 100 x dense FP16 FLOP/clk/SM x SMs x SM clock", (), ("sm_clock_hz", "sm_count"), tensor_estimate),
     ),
     "tensor_ceiling": (
-        _r(EXACT, "the busiest tensor counter's .sum.peak_sustained x SM clock", (), ("sm_clock_hz",),
-           _tensor_ceiling_exact),
-        _r(EXACT, "derived__sm__inst_executed_pipe_tensor_x512 x SM clock",
+        make_recipe(EXACT, "the busiest tensor counter's .sum.peak_sustained x SM clock", (), ("sm_clock_hz",),
+           tensor_ceiling_exact),
+        make_recipe(EXACT, "derived__sm__inst_executed_pipe_tensor_x512 x SM clock",
            ("derived__sm__inst_executed_pipe_tensor_x512",), ("sm_clock_hz",),
-           _peak("derived__sm__inst_executed_pipe_tensor_x512", 1.0)),
-        _r("estimated:published dense FP16 peak", "FP16 FLOP/clk/SM x SMs x SM clock", (),
-           ("sm_clock_hz", "sm_count"), _tensor_ceiling_estimate),
+           peak_rate("derived__sm__inst_executed_pipe_tensor_x512", 1.0)),
+        make_recipe("estimated:published dense FP16 peak", "FP16 FLOP/clk/SM x SMs x SM clock", (),
+           ("sm_clock_hz", "sm_count"), tensor_ceiling_estimate),
     ),
-    "flops_fp32": _fp_recipes("fp32", "fadd", "fmul", "ffma", 1.0),
-    "fp32_ceiling": _fp_ceilings("ffma", 1.0, "ffma_pred_on_x2"),
-    "flops_fp16": _fp_recipes("fp16", "hadd", "hmul", "hfma", 2.0),
-    "fp16_ceiling": _fp_ceilings("hfma", 2.0, "hfma_pred_on_x4")
-    + (_r(EXACT, "derived__sm__..._hfma_pred_on_x2 x SM clock [older chart]", (_DPEAK.format("hfma_pred_on_x2"),),
-          ("sm_clock_hz",), _peak(_DPEAK.format("hfma_pred_on_x2"), 1.0)),),
-    "flops_fp64": _fp_recipes("fp64", "dadd", "dmul", "dfma", 1.0),
-    "fp64_ceiling": _fp_ceilings("dfma", 1.0, "dfma_pred_on_x2"),
+    "flops_fp32": fp_recipes("fp32", "fadd", "fmul", "ffma", 1.0),
+    "fp32_ceiling": fp_ceilings("ffma", 1.0, "ffma_pred_on_x2"),
+    "flops_fp16": fp_recipes("fp16", "hadd", "hmul", "hfma", 2.0),
+    "fp16_ceiling": fp_ceilings("hfma", 2.0, "hfma_pred_on_x4")
+    + (make_recipe(EXACT, "derived__sm__..._hfma_pred_on_x2 x SM clock [older chart]", (DPEAK.format("hfma_pred_on_x2"),),
+          ("sm_clock_hz",), peak_rate(DPEAK.format("hfma_pred_on_x2"), 1.0)),),
+    "flops_fp64": fp_recipes("fp64", "dadd", "dmul", "dfma", 1.0),
+    "fp64_ceiling": fp_ceilings("dfma", 1.0, "dfma_pred_on_x2"),
     # sm_90 names the L1 writeback _lgds (it counts distributed shared memory too), sm_75-8.9
     # _lg: every exact recipe of both before the derived ones.
-    "bytes_l1": _l1("lgds")[:2] + _l1("lg")[:2] + _l1("lgds")[2:] + _l1("lg")[2:],
-    "l1_ceiling": _l1_ceiling("lgds")[:2] + _l1_ceiling("lg")[:2] + _l1_ceiling("lgds")[2:] + _l1_ceiling("lg")[2:],
+    "bytes_l1": l1_recipes("lgds")[:2] + l1_recipes("lg")[:2] + l1_recipes("lgds")[2:] + l1_recipes("lg")[2:],
+    "l1_ceiling": l1_ceiling_recipes("lgds")[:2] + l1_ceiling_recipes("lg")[:2] + l1_ceiling_recipes("lgds")[2:] + l1_ceiling_recipes("lg")[2:],
     "bytes_l2": (
-        _r(EXACT, f"32 B x {_LTS}.per_second", (f"{_LTS}.per_second",), (), _scaled(f"{_LTS}.per_second", L2_BYTES_PER_CYCLE)),
-        _r(EXACT, "derived__lts__lts2xbar_bytes.sum.per_second", ("derived__lts__lts2xbar_bytes.sum.per_second",), (),
-           _scaled("derived__lts__lts2xbar_bytes.sum.per_second", 1.0)),
-        _r(DERIVED, "lts__t_bytes.sum.per_second (all L2 traffic)", ("lts__t_bytes.sum.per_second",), (),
-           _scaled("lts__t_bytes.sum.per_second", 1.0)),
-        _r(DERIVED, "32 B x lts__t_sectors.sum / duration (all L2 traffic)", ("lts__t_sectors.sum",), ("duration_ns",),
-           _over_time(("lts__t_sectors.sum",), SECTOR_BYTES)),
+        make_recipe(EXACT, f"32 B x {LTS}.per_second", (f"{LTS}.per_second",), (), scaled_metric(f"{LTS}.per_second", L2_BYTES_PER_CYCLE)),
+        make_recipe(EXACT, "derived__lts__lts2xbar_bytes.sum.per_second", ("derived__lts__lts2xbar_bytes.sum.per_second",), (),
+           scaled_metric("derived__lts__lts2xbar_bytes.sum.per_second", 1.0)),
+        make_recipe(DERIVED, "lts__t_bytes.sum.per_second (all L2 traffic)", ("lts__t_bytes.sum.per_second",), (),
+           scaled_metric("lts__t_bytes.sum.per_second", 1.0)),
+        make_recipe(DERIVED, "32 B x lts__t_sectors.sum / duration (all L2 traffic)", ("lts__t_sectors.sum",), ("duration_ns",),
+           over_time(("lts__t_sectors.sum",), SECTOR_BYTES)),
     ),
     "l2_ceiling": (
-        _r(EXACT, f"32 B x {_LTS}.peak_sustained x L2 clock",
-           (f"{_LTS}.peak_sustained", "lts__cycles_elapsed.avg.per_second"), (),
-           _peak_at(f"{_LTS}.peak_sustained", L2_BYTES_PER_CYCLE, "lts__cycles_elapsed.avg.per_second")),
-        _r(DERIVED, "32 B x lts__t_sectors.sum.per_second / (lts__t_sectors.sum.pct_of_peak_sustained_elapsed / 100)",
+        make_recipe(EXACT, f"32 B x {LTS}.peak_sustained x L2 clock",
+           (f"{LTS}.peak_sustained", "lts__cycles_elapsed.avg.per_second"), (),
+           peak_at(f"{LTS}.peak_sustained", L2_BYTES_PER_CYCLE, "lts__cycles_elapsed.avg.per_second")),
+        make_recipe(DERIVED, "32 B x lts__t_sectors.sum.per_second / (lts__t_sectors.sum.pct_of_peak_sustained_elapsed / 100)",
            ("lts__t_sectors.sum.per_second", "lts__t_sectors.sum.pct_of_peak_sustained_elapsed"), (),
-           _from_pct(("lts__t_sectors.sum.per_second", SECTOR_BYTES), "lts__t_sectors.sum.pct_of_peak_sustained_elapsed")),
+           from_pct(("lts__t_sectors.sum.per_second", SECTOR_BYTES), "lts__t_sectors.sum.pct_of_peak_sustained_elapsed")),
     ),
     "bytes_dram": (
-        _r(EXACT, "dram__bytes.sum.per_second", ("dram__bytes.sum.per_second",), (), _scaled("dram__bytes.sum.per_second", 1.0)),
-        _r(DERIVED, "(dram__bytes_read.sum + dram__bytes_write.sum) / duration",
+        make_recipe(EXACT, "dram__bytes.sum.per_second", ("dram__bytes.sum.per_second",), (), scaled_metric("dram__bytes.sum.per_second", 1.0)),
+        make_recipe(DERIVED, "(dram__bytes_read.sum + dram__bytes_write.sum) / duration",
            ("dram__bytes_read.sum", "dram__bytes_write.sum"), ("duration_ns",),
-           _over_time(("dram__bytes_read.sum", "dram__bytes_write.sum"))),
-        _r(DERIVED, "32 B x (dram__sectors_read.sum + dram__sectors_write.sum) / duration",
+           over_time(("dram__bytes_read.sum", "dram__bytes_write.sum"))),
+        make_recipe(DERIVED, "32 B x (dram__sectors_read.sum + dram__sectors_write.sum) / duration",
            ("dram__sectors_read.sum", "dram__sectors_write.sum"), ("duration_ns",),
-           _over_time(("dram__sectors_read.sum", "dram__sectors_write.sum"), SECTOR_BYTES)),
+           over_time(("dram__sectors_read.sum", "dram__sectors_write.sum"), SECTOR_BYTES)),
         # GB20x (sm_120) spells the split dram__bytes_op_read / _op_write (gb20x chip lists).
-        _r(DERIVED, "(dram__bytes_op_read.sum + dram__bytes_op_write.sum) / duration [GB20x names]",
+        make_recipe(DERIVED, "(dram__bytes_op_read.sum + dram__bytes_op_write.sum) / duration [GB20x names]",
            ("dram__bytes_op_read.sum", "dram__bytes_op_write.sum"), ("duration_ns",),
-           _over_time(("dram__bytes_op_read.sum", "dram__bytes_op_write.sum"))),
+           over_time(("dram__bytes_op_read.sum", "dram__bytes_op_write.sum"))),
     ),
     "dram_ceiling": (
-        _r(EXACT, "dram__bytes.sum.peak_sustained x DRAM clock",
+        make_recipe(EXACT, "dram__bytes.sum.peak_sustained x DRAM clock",
            ("dram__bytes.sum.peak_sustained", "dram__cycles_elapsed.avg.per_second"), (),
-           _peak_at("dram__bytes.sum.peak_sustained", 1.0, "dram__cycles_elapsed.avg.per_second")),
-        _r(DERIVED, f"dram__bytes_read.sum.per_second / ({_DRAM_PCT} / 100)",
-           ("dram__bytes_read.sum.per_second", _DRAM_PCT), (),
-           _from_pct(("dram__bytes_read.sum.per_second", 1.0), _DRAM_PCT)),
-        _r(DERIVED, "dram__bytes_op_read.sum.per_second / (its pct_of_peak_sustained_elapsed / 100) [GB20x names]",
+           peak_at("dram__bytes.sum.peak_sustained", 1.0, "dram__cycles_elapsed.avg.per_second")),
+        make_recipe(DERIVED, f"dram__bytes_read.sum.per_second / ({DRAM_PCT} / 100)",
+           ("dram__bytes_read.sum.per_second", DRAM_PCT), (),
+           from_pct(("dram__bytes_read.sum.per_second", 1.0), DRAM_PCT)),
+        make_recipe(DERIVED, "dram__bytes_op_read.sum.per_second / (its pct_of_peak_sustained_elapsed / 100) [GB20x names]",
            ("dram__bytes_op_read.sum.per_second", "dram__bytes_op_read.sum.pct_of_peak_sustained_elapsed"), (),
-           _from_pct(("dram__bytes_op_read.sum.per_second", 1.0), "dram__bytes_op_read.sum.pct_of_peak_sustained_elapsed")),
+           from_pct(("dram__bytes_op_read.sum.per_second", 1.0), "dram__bytes_op_read.sum.pct_of_peak_sustained_elapsed")),
     ),
     "bytes_smem": (
-        _r(DERIVED, "128 B x l1tex__data_pipe_lsu_wavefronts_mem_shared.sum / duration [flashprof-smem-wavefronts]",
+        make_recipe(DERIVED, "128 B x l1tex__data_pipe_lsu_wavefronts_mem_shared.sum / duration [flashprof-smem-wavefronts]",
            ("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",), ("duration_ns",),
-           _over_time(("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",), SMEM_BYTES_PER_WAVEFRONT)),
+           over_time(("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",), SMEM_BYTES_PER_WAVEFRONT)),
     ),
     "smem_ceiling": (
-        _r(DERIVED, "128 B/clk/SM x SMs x SM clock", (), ("sm_count", "sm_clock_hz"),
+        make_recipe(DERIVED, "128 B/clk/SM x SMs x SM clock", (), ("sm_count", "sm_clock_hz"),
            lambda c: SMEM_BYTES_PER_CLK_PER_SM * c.q("sm_count") * c.q("sm_clock_hz")),
     ),
 }
@@ -298,7 +298,7 @@ def null_reason(quantity: str, result: Result, shown: tuple[str, float]) -> str:
     name, value = shown
     what = ("tensor-pipe MMA work (the HMMA path also carries HFMA2.MMA on sm_80/sm_90)"
             if quantity == "flops_tensor" else f"{LABELS[quantity]} work")
-    if _finite(result.value):
+    if is_finite(result.value):
         return (f"{name} = {value:g} shows {what}, but the recipe the report supports "
                 f"({result.recipe}) reads 0")
     counters = ("no tensor FLOP counter the recipes understand (sm__ops_path_tensor_*)"
@@ -326,7 +326,7 @@ def weakest(*provs: str | None) -> str | None:
 
 class _Ctx:
     def __init__(self, m: dict, arch):
-        self.m = {k: float(v) for k, v in m.items() if _finite(v)}
+        self.m = {k: float(v) for k, v in m.items() if is_finite(v)}
         self.arch = arch
         self.done: dict[str, Result] = {}
 
@@ -344,7 +344,7 @@ class _Ctx:
 
     def _solve(self, name: str) -> Result:
         res = self._first_recipe(name)
-        if not _finite(res.value) or res.value == 0:
+        if not is_finite(res.value) or res.value == 0:
             shown = work_shown(name, self.m)
             if shown:
                 return Result(NAN, None, None, null_reason(name, res, shown))
@@ -355,9 +355,9 @@ class _Ctx:
             if any(n not in self.m for n in recipe.metrics):
                 continue
             if name.startswith(("flops_tensor", "tensor_ceiling")) and recipe.compute in (
-                    _tensor_exact, _tensor_ceiling_exact) and not _has_tensor_counters(self.m):
+                    tensor_exact, tensor_ceiling_exact) and not has_tensor_counters(self.m):
                 continue
-            if recipe.compute is _tensor_estimate and not _finite(_hmma_pct_elapsed(self)):
+            if recipe.compute is tensor_estimate and not is_finite(hmma_pct_elapsed(self)):
                 continue
             deps = [self.get(u) for u in recipe.uses]
             if any(d.provenance is None for d in deps):
@@ -366,7 +366,7 @@ class _Ctx:
                 value = recipe.compute(self)
             except ZeroDivisionError:  # a 0 duration or clock: this recipe cannot say
                 continue
-            if not _finite(value):
+            if not is_finite(value):
                 continue
             prov = recipe.provenance
             for d in deps:

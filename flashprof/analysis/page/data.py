@@ -186,8 +186,8 @@ def roofs(roof: pd.DataFrame, measured: pd.DataFrame | None) -> dict:
     """The theoretical roofs of ``roof`` (the launches of one chart) as the static figures
     draw them, and the measured ones: {"compute": {name: FLOP/s}, "bandwidth": {level: B/s},
     "measured": [{roof, per_second, unit, pct_of_theoretical, sm_clock_hz}]}."""
-    from flashprof.analysis.charts.roofline_layers import _roof_ceilings
-    ceil = _roof_ceilings(roof)
+    from flashprof.analysis.charts.roofline_layers import roof_ceilings
+    ceil = roof_ceilings(roof)
     compute = {k: sig(v) for k, v in ceil.items() if not k.startswith("bw:")}
     bandwidth = {k[3:]: sig(v) for k, v in ceil.items() if k.startswith("bw:")}
     meas = []

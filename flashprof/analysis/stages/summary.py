@@ -36,7 +36,7 @@ from flashprof.analysis.stages.roofline import roofline
 from flashprof.analysis.stages.stalls import STALL_REASONS, bank_conflicts, stalls
 from flashprof.profiling.sidecar import SidecarError
 from flashprof.profiling.sidecar import load as load_sidecar
-from flashprof.analysis.stages.summary_render import (_flat, _nan_to_none, jsonable, render_compare_table, render_csv, render_json, render_table)  # noqa: F401 (public names)
+from flashprof.analysis.stages.summary_render import (flatten, nan_to_none, jsonable, render_compare_table, render_csv, render_json, render_table)  # noqa: F401 (public names)
 from flashprof.analysis.report.target_key import gpu_name, kernel_key
 
 _BASE_KEYS = (
@@ -114,7 +114,7 @@ def find_ref_reports(paths) -> list[Path]:
 def _shape_matches(a: dict, b: dict) -> bool:
     for field in SHAPE_FIELDS + ("dtype",):
         va, vb = a.get(field), b.get(field)
-        if _nan_to_none(va) is not None and _nan_to_none(vb) is not None and va != vb:
+        if nan_to_none(va) is not None and nan_to_none(vb) is not None and va != vb:
             return False
     return True
 
@@ -154,12 +154,12 @@ def summarize(frame: pd.DataFrame, ref_frame: pd.DataFrame | None = None,
             row[field] = res[q].value / divisor
         row["time_share"] = lr.time_share
         row["dominant"] = lr.dominant
-        row["flops_kind"] = _nan_to_none(first["flops_kind"])
+        row["flops_kind"] = nan_to_none(first["flops_kind"])
         row["tflops"] = first["flops"] / 1e12
         row["peak_tflops"] = first["compute_ceiling"] / 1e12
         row["total_tflops"] = first["flops_total"] / 1e12
         row["tensor_path"] = first["tensor_path"]
-        row["tensor_src"] = _nan_to_none(first["tensor_src"])
+        row["tensor_src"] = nan_to_none(first["tensor_src"])
         row["pct_of_tensor_peak"] = 100 * first["flops_tensor"] / first["tensor_ceiling"]
         measured, measured_from = _pct_of_measured(rec.get("gpu"), first, row["sm_clock_hz"], ceilings)
         row["pct_of_measured_peak"] = measured
@@ -208,9 +208,9 @@ def _provenance(lr, r: pd.DataFrame) -> dict:
     prov = {"duration_ns": res["duration_ns"].provenance, "sm_clock_hz": res["sm_clock_hz"].provenance}
     first = r.iloc[0]
     kind = first["flops_kind"]
-    prov["tflops"] = _nan_to_none(first["flops_provenance"])
-    if prov["tflops"] is None and _nan_to_none(first["flops_kind"]) is None and any(
-            _nan_to_none(first[f"flops_{k}"]) == 0 for k in recipes.FLOP_KINDS):
+    prov["tflops"] = nan_to_none(first["flops_provenance"])
+    if prov["tflops"] is None and nan_to_none(first["flops_kind"]) is None and any(
+            nan_to_none(first[f"flops_{k}"]) == 0 for k in recipes.FLOP_KINDS):
         prov["tflops"] = ("null: every floating-point counter is 0 (no FLOPs: e.g. integer tensor "
                           "work, IMMA); such a launch has no point on a FLOP roofline")
     prov["peak_tflops"] = res[f"{kind}_ceiling"].provenance if isinstance(kind, str) else None
@@ -218,7 +218,7 @@ def _provenance(lr, r: pd.DataFrame) -> dict:
         prov[f"{k}_tflops"] = res[f"flops_{k}"].provenance or _null(res[f"flops_{k}"])
     prov["tensor_tflops_peak"] = res["tensor_ceiling"].provenance
     for level, k in _LEVEL_KEYS.items():
-        prov[k] = (recipes.weakest(prov["tflops"], _nan_to_none(r.loc[level, "bytes_provenance"]))
+        prov[k] = (recipes.weakest(prov["tflops"], nan_to_none(r.loc[level, "bytes_provenance"]))
                    if level in r.index else None) or _null(res[_LEVEL_BYTES[level]])
     return prov
 
@@ -271,7 +271,7 @@ def find_ceilings(paths) -> dict[str, tuple[str, pd.DataFrame]]:
 def _pct_of_fa2(rec: dict, duration: float, refs: list[tuple[dict, float]]):
     is_ref = _is_ref(rec["report"], rec["variant"])
     # Without a sidecar nothing says this launch solved the reference's problem.
-    if not is_ref and _nan_to_none(rec.get("variant")) is None:
+    if not is_ref and nan_to_none(rec.get("variant")) is None:
         return None
     if duration is None or math.isnan(duration) or duration <= 0:
         return None
@@ -307,7 +307,7 @@ def select_rows(rows: list[dict], choice) -> list[dict]:
 
 # --------------------------------------------------------------------------- compare
 def _num(v) -> float | None:
-    v = _nan_to_none(v)
+    v = nan_to_none(v)
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
@@ -328,7 +328,7 @@ def compare(a_rows: list[dict], b_rows: list[dict]) -> list[dict]:
     """
     pairs = []
     for a, b in zip(a_rows, b_rows):
-        fa, fb = _flat(a), _flat(b)
+        fa, fb = flatten(a), flatten(b)
         ia, ib = _num(fa.get("inst_executed")), _num(fb.get("inst_executed"))
         rows, regressions = [], []
         for field in fa:

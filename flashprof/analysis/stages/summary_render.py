@@ -12,7 +12,7 @@ import math
 import pandas as pd
 
 
-def _nan_to_none(v):
+def nan_to_none(v):
     if v is None:
         return None
     if isinstance(v, float) and math.isnan(v):
@@ -33,10 +33,10 @@ def jsonable(obj):
         return {k: jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [jsonable(v) for v in obj]
-    return _nan_to_none(obj)
+    return nan_to_none(obj)
 
 
-def _flat(row: dict) -> dict:
+def flatten(row: dict) -> dict:
     flat = {}
     for k, v in row.items():
         if isinstance(v, dict):
@@ -47,7 +47,7 @@ def _flat(row: dict) -> dict:
 
 
 def _fmt(key: str, v) -> str:
-    v = _nan_to_none(v)
+    v = nan_to_none(v)
     if v is None:
         return "-"
     if isinstance(v, str):
@@ -79,7 +79,7 @@ def _si(v: float) -> str:
 def _fmt_cell(key: str, v) -> str:
     """Table cell: like _fmt, but counts and very large intensities are compacted so that
     nine or more launches fit side by side (JSON/CSV keep the full values)."""
-    n = _nan_to_none(v)
+    n = nan_to_none(v)
     if isinstance(n, (int, float)) and not isinstance(n, bool):
         if key in ("ldsm_inst", "inst_executed") or key.startswith(("smem_bank_conflicts", "inst_mix")):
             return _si(float(n))
@@ -115,7 +115,7 @@ def render_table(rows: list[dict]) -> str:
     """Fixed-width table: one row per field, one column per launch. With several launches,
     identity fields shared by all are printed once above the table, and rows with no value
     in any launch are left out (JSON and CSV keep every field)."""
-    flats = [_flat(r) for r in rows]
+    flats = [flatten(r) for r in rows]
     # report names the column already; path is long and in the JSON/CSV forms.
     fields = list(dict.fromkeys(k for f in flats for k in f if k not in ("path", "report")))
     lines = []
@@ -131,12 +131,12 @@ def render_table(rows: list[dict]) -> str:
         if legend:
             hw = max(len(h) for h in heads)
             for h, f in zip(heads, flats):
-                parts = [_fmt(k, f.get(k)) for k in legend if _nan_to_none(f.get(k)) is not None]
+                parts = [_fmt(k, f.get(k)) for k in legend if nan_to_none(f.get(k)) is not None]
                 line = f"  {h.ljust(hw)}  " + " | ".join(parts)
                 lines.append(line if len(line) <= _LEGEND_WIDTH else line[: _LEGEND_WIDTH - 3] + "...")
             lines.append("")
         fields = [k for k in fields if k not in common and k not in legend
-                  and any(_nan_to_none(f.get(k)) is not None for f in flats)]
+                  and any(nan_to_none(f.get(k)) is not None for f in flats)]
     cells = [[_short_head(_fmt_cell(k, f.get(k))) if len(flats) > 1 else _clip(_fmt_cell(k, f.get(k)))
               for f in flats] for k in fields]
     w0 = max(len(k) for k in fields)
@@ -164,7 +164,7 @@ def render_compare_table(pairs: list[dict]) -> str:
 
 
 def render_csv(records: list[dict]) -> str:
-    flats = [_flat(jsonable(r)) for r in records]
+    flats = [flatten(jsonable(r)) for r in records]
     fields = list(dict.fromkeys(k for f in flats for k in f))
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")

@@ -79,9 +79,9 @@ def listing(cubin: Path) -> dict[str, list[tuple[str, str]]]:
     out: dict[str, list[tuple[str, str]]] = {}
     cur = None
     for line in sass.dump_sass(cubin).splitlines():
-        if m := sass._RE_FUNC.match(line):
+        if m := sass.RE_FUNC.match(line):
             cur = out.setdefault(m.group(1), [])
-        elif cur is not None and (m := sass._RE_INSN.match(line)):
+        elif cur is not None and (m := sass.RE_INSN.match(line)):
             toks = m.group(2).split()
             if toks and toks[0].startswith("@"):
                 toks = toks[1:]

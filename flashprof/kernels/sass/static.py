@@ -33,7 +33,7 @@ from typing import Iterable, Sequence
 from flashprof.kernels.common import write_atomic
 from flashprof.kernels.config import KERNEL_IDS, ConfigError, KernelConfig, load_tuned, tuned_configs, variant
 from flashprof.kernels.nvcc import BuildError, arch_flags, build_file, nvcc_path
-from flashprof.kernels.sass.text import (DTYPES, FunctionStats, Insn, branch_target, find_main_loop, loop_opcode_counts, parse_insns, parse_sass, pick_function, ptxas_report, _RE_FUNC, _RE_INSN)  # noqa: F401 (public names)
+from flashprof.kernels.sass.text import (DTYPES, FunctionStats, Insn, branch_target, find_main_loop, loop_opcode_counts, parse_insns, parse_sass, pick_function, ptxas_report, RE_FUNC, RE_INSN)  # noqa: F401 (public names)
 from flashprof.kernels.toolchain import find_toolchain
 
 from flashprof.paths import BUILD, CSRC, REPORTS, ROOT as REPO  # noqa: E402

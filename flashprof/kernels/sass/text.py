@@ -76,8 +76,8 @@ def pick_function(names: Iterable[str], dtype: str) -> str:
 
 # ----------------------------------------------------------------------- SASS
 # "/*0a30*/  @!P0 HMMA.16816.F32 R4, R8, R12, R4 ;" -> (0x0a30, "HMMA", "R4, R8, R12, R4")
-_RE_INSN = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s+(.*?)\s*;")
-_RE_FUNC = re.compile(r"^\s*Function\s*:\s*(\S+)")
+RE_INSN = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s+(.*?)\s*;")
+RE_FUNC = re.compile(r"^\s*Function\s*:\s*(\S+)")
 _RE_HEX = re.compile(r"0x([0-9a-fA-F]+)")
 
 
@@ -93,9 +93,9 @@ def parse_insns(text: str) -> dict[str, list[Insn]]:
     out: dict[str, list[Insn]] = {}
     cur: list[Insn] | None = None
     for line in text.splitlines():
-        if m := _RE_FUNC.match(line):
+        if m := RE_FUNC.match(line):
             cur = out.setdefault(m.group(1), [])
-        elif cur is not None and (m := _RE_INSN.match(line)):
+        elif cur is not None and (m := RE_INSN.match(line)):
             toks = m.group(2).lstrip("{ ").split(None, 1)
             if toks and toks[0].startswith("@"):
                 toks = toks[1].split(None, 1) if len(toks) > 1 else []
