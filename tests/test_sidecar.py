@@ -77,6 +77,10 @@ def test_a_new_sidecar_writes_todays_keys():
     assert out["schema"] == S.SCHEMA and out["kernel"] == out["target_key"] == "7"
     assert out["target"] is None and out["correctness"] is None  # known keys written even when null
     assert side.shape_field("seq") == 4096.0 and side.shape_field("heads") != side.shape_field("heads")
+    # the keys flashprof profile wrote before the Sidecar type, in their order
+    assert list(out) == ["schema", "target_key", "kernel", "title", "target", "config", "config_slug", "dispatch",
+                         "shape", "dtype", "flops", "gpu", "clocks", "ncu", "correctness", "correctness_where",
+                         "software", "git", "command", "created"]
 
 
 @pytest.mark.parametrize("text, message", [

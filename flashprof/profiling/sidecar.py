@@ -128,10 +128,6 @@ class Sidecar:
         v = (self.target or {}).get("profiler_kernels")
         return v if isinstance(v, list) else None
 
-    def get(self, key: str, default=None):
-        """The value of a top-level JSON key, as :meth:`to_json` writes it."""
-        return self.to_json().get(key, default)
-
     # ------------------------------------------------------------------ writing
     def to_json(self) -> dict:
         """The JSON object to write: the keys today's readers know (``target_key`` and, for
@@ -148,9 +144,6 @@ class Sidecar:
             out[f.name] = getattr(self, f.name)
         out.update(self.extra)
         return out
-
-    def dumps(self) -> str:
-        return json.dumps(self.to_json(), indent=2)
 
 
 def _kind(v) -> str:
