@@ -83,7 +83,7 @@ def test_errors_are_one_line_exit_2(tmp_path, case):
 
 @pytest.mark.slow
 def test_gap_failure_is_a_skip_not_an_error(tmp_path, monkeypatch):
-    from flashprof.analysis.gap.pipes_model import throughput
+    from flashprof.analysis.gap.legacy_pipes import throughput
 
     def boom(*a, **k):
         raise RuntimeError("model exploded")

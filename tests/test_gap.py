@@ -15,10 +15,11 @@ import sys
 import pandas as pd
 import pytest
 
-from flashprof.analysis.gap.pipes_model.pipe_table import DEFAULT_GPUS, MODEL_PIPES, SMEM_METRIC, TARGETS, load_gpus, load_published, match_gpu, pipe_of
-from flashprof.analysis.gap.pipes_model.throughput import ceilings, combine, fit_alpha, launch_work, pipe_check, pipe_shares, pipe_times
-from flashprof.analysis.gap.pipes_model.pipes_report import gap_table, limitations, load_static, model_errors
-from flashprof.analysis.gap.pipes_model.work import group_ratios, loop_trips, scale_by_loop, scale_opcodes, static_counts, work_from_opcodes
+from flashprof.analysis.gap.data import SMEM_METRIC, TARGETS, launch_work, load_gpus, load_published, match_gpu, pipe_of, work_from_opcodes
+from flashprof.analysis.gap.legacy_pipes.pipe_table import DEFAULT_GPUS, MODEL_PIPES
+from flashprof.analysis.gap.legacy_pipes.throughput import ceilings, combine, fit_alpha, pipe_check, pipe_shares, pipe_times
+from flashprof.analysis.gap.legacy_pipes.pipes_report import gap_table, limitations, load_static, model_errors
+from flashprof.analysis.gap.legacy_pipes.work import group_ratios, loop_trips, scale_by_loop, scale_opcodes, static_counts
 from flashprof.analysis.__main__ import main
 from flashprof.analysis.report.parse import FRAME_COLUMNS
 from conftest import KERNEL7_MMA, REF, ROOT, raw_metrics

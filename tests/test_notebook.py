@@ -23,6 +23,15 @@ def test_notebook_is_stored_stripped():
         assert c.outputs == [] and c.execution_count is None
 
 
+def test_notebook_imports_the_installed_package():
+    """No sys.path edits, no search for a checkout: it imports flashprof as installed and
+    finds the reports through flashprof.paths."""
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert "sys.path" not in code and "import sys" not in code and "FLASHPROF_ROOT" not in code
+    assert "from flashprof import paths" in code and "paths.ROOT" in code
+
+
 def _kernel_name() -> str:
     # The kernel spec installed by ipykernel into this interpreter's prefix (the venv).
     from jupyter_client.kernelspec import KernelSpecManager

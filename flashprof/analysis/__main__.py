@@ -15,9 +15,6 @@ from pathlib import Path
 from flashprof.kernels.cli import ArgumentParser, run_cli
 
 from flashprof.analysis.report.errors import ReportError
-from flashprof.analysis.gap.pipes_model.pipes_report import gap_paths
-from flashprof.analysis.gap.pipes_model.pipes_report import render_table as render_gap_table
-from flashprof.analysis.gap.pipes_model.pipes_report import to_records as gap_records
 from flashprof.analysis.report.parse import REPORT_SUFFIX
 from flashprof.analysis.stages.launches import ALL, parse_choice
 from flashprof.analysis.stages.summary import (clock_spread, select_rows, compare, render_compare_table, render_csv, render_json, render_table, summarize_paths)
@@ -131,7 +128,11 @@ def _run(ns: argparse.Namespace) -> str:
             from flashprof.analysis.gap.issue_report import write_plot
             write_plot(recs, ns.plot)
         return render_json(recs) if ns.format == "json" else render_issue(recs)
-    if ns.command == "gap":
+    if ns.command == "gap":  # --model pipes: the superseded fitted model, imported for it alone
+        from flashprof.analysis.gap.legacy_pipes.pipes_report import gap_paths
+        from flashprof.analysis.gap.legacy_pipes.pipes_report import render_table as render_gap_table
+        from flashprof.analysis.gap.legacy_pipes.pipes_report import to_records as gap_records
+
         table, errors = gap_paths(_expand(ns.reports), ns.sass, ns.bench, cache=cache)
         if ns.format == "json":
             return render_json(gap_records(table, errors))

@@ -13,19 +13,31 @@ from flashprof.kernels.common import write_atomic
 
 from flashprof.kernels.cli import FlashprofError
 
-from flashprof.paths import ROOT  # noqa: E402
+from flashprof.paths import PACKAGE, ROOT  # noqa: E402
 
 
-def _run(cmd: list[str], timeout: float = 20) -> str:
+def run_command(cmd: list[str], timeout: float = 20) -> str:
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return ""
 
 
-def git_info() -> dict:
-    rev = _run(["git", "rev-parse", "HEAD"]) or None
-    dirty = bool(_run(["git", "status", "--porcelain", "--untracked-files=no"])) if rev else None
+def git_info(checkout: Path | None = None) -> dict:
+    """The git revision of the flashprof checkout whose code runs: ``git rev-parse HEAD`` and
+    whether tracked files differ from it; both null with a ``reason`` otherwise (an
+    installed package, no git, not a repository). ``checkout``: for tests."""
+    if checkout is None:
+        checkout = PACKAGE.parent  # the code's own checkout, wherever the work folders are
+        if not ((checkout / "pyproject.toml").is_file() and (checkout / "flashprof" / "paths.py").is_file()):
+            return {"revision": None, "dirty": None,
+                    "reason": "not run from a source checkout (an installed flashprof)"}
+    if shutil.which("git") is None:
+        return {"revision": None, "dirty": None, "reason": "git is not installed"}
+    rev = run_command(["git", "-C", str(checkout), "rev-parse", "--verify", "HEAD"])
+    if not rev:
+        return {"revision": None, "dirty": None, "reason": f"{checkout} is not a git repository with a commit"}
+    dirty = bool(run_command(["git", "-C", str(checkout), "status", "--porcelain", "--untracked-files=no"]))
     return {"revision": rev, "dirty": dirty}
 
 
@@ -44,7 +56,7 @@ def require_gpu():
 
 def smi_clocks() -> dict:
     q = "clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.draw,temperature.gpu,driver_version"
-    out = _run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader,nounits"])
+    out = run_command(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader,nounits"])
     if not out:
         return {}
     vals = [v.strip() for v in out.splitlines()[0].split(",")]

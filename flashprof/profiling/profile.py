@@ -39,6 +39,7 @@ from flashprof.kernels.gpus import reports_folder
 from flashprof.profiling.launches import check_count, check_limit, check_regex, matching, ncu_kernels
 from flashprof.profiling.ncu import (SECTION_SETS, NcuOptions, find_ncu, ncu_command, ncu_version, retire, run_ncu, stop)
 from flashprof.profiling.user_target import MAX_LAUNCHES, is_spec, source_info
+from flashprof.profiling.sidecar import sidecar_path
 
 from flashprof.paths import ROOT  # noqa: E402
 
@@ -316,9 +317,9 @@ def _built(cfg, slug: str | None = None) -> bool:
 def _guess_slug() -> str | None:
     """This GPU's slug from nvidia-smi (no torch), only to find kernel 7's tuned build."""
     from flashprof.kernels.config import gpu_slug
-    from flashprof.profiling.env import _run
+    from flashprof.profiling.env import run_command
 
-    name = _run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], timeout=10)
+    name = run_command(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], timeout=10)
     return gpu_slug(name.splitlines()[0]) if name else None
 
 
@@ -343,155 +344,216 @@ def _land(fresh: Path, report: Path) -> None:
 
 # ------------------------------------------------------------------ profiling
 def profile_all(names: list[str], shape, args, ncu: str, t_start: float | None = None) -> int:
-    from flashprof.profiling.correctness import refusal, require
-    from flashprof.profiling.env import check_writable, git_info, now, smi_clocks, write_json_atomic
-    from flashprof.profiling.targets import PER_GPU, resolve
-
+    """Profile each target in turn (``profile_one``), then the summary and figures of the
+    new reports (``analyse``) and the stages' timing."""
     t_all = t_start if t_start is not None else time.perf_counter()
     analysis = not getattr(args, "no_analysis", True)
     users = any(is_spec(n) for n in names)
     out_dir = getattr(args, "out_dir", None)
     machine = Machine(names, shape.seq, ncu, preload=analysis, out_dir=out_dir).start(background=not users)
-    stream = machine.stream
-    paths: list[Path] = []
     stages: dict[str, float] = {"gate": 0.0, "ncu": 0.0}
-    for i, name in enumerate(names, 1):
-        # kernel 7: the config this GPU's table dispatches for this shape
-        target = resolve(name, gpu=machine.result()["gpu"]["slug"] if machine.done else None,
-                         seq=shape.seq, dtype=args.dtype)
-        label = f"{i}/{len(names)} {target.stem}"
-        t0 = time.perf_counter()
-        in_child = not target.user and not args.no_gate
-        cold = target.config is not None and not _built(
-            target.config if name not in PER_GPU or machine.done else resolve(name, gpu=_guess_slug(), seq=shape.seq, dtype=args.dtype).config)
-        fn = verdict = counted = None
-        if target.user or cold:  # this process needs torch now: the check first
-            target = resolve(name, gpu=machine.result()["gpu"]["slug"], seq=shape.seq, dtype=args.dtype)
-            print(f"[{label}] {target.title}: build + correctness check", file=stream, flush=True)
-            fn = target.callable()
-            if target.user and not args.no_gate:
-                tg = time.perf_counter()
-                verdict = require(fn, shape, args.dtype, target.title)
-                stages["gate"] += time.perf_counter() - tg
-        else:
-            print(f"[{label}] {target.title}: correctness check and profile (in the profiled program)",
-                  file=stream, flush=True)
-        user_regex = getattr(args, "kernel_regex", None)  # KERNEL_REGEX=, else the target's own
-        regex = user_regex or target.kernel_regex
-        limit = getattr(args, "max_launches", MAX_LAUNCHES)
-        if target.user:
-            counted = precount(target, fn, shape, args.dtype, user_regex, limit)
-        stem = report_stem(target.stem, shape.seq, shape.batch, shape.heads, args.dtype, args.section_set)
-        # ncu writes into a hidden .incomplete/ (never picked up by `flashprof summary <dir>`);
-        # the finished report replaces the old one (moved to history/) only after ncu and
-        # the gate succeeded, so a failed or interrupted run leaves reports/ as it was.
-        # Before the GPU is known, reports/.incomplete/: the same file system as reports/<gpu>/.
-        final_dir = out_dir or (ROOT / reports_folder(machine.result()["gpu"]["slug"]) if machine.done else None)
-        pending = (final_dir or ROOT / "reports") / ".incomplete"
-        report_name = f"{stem}.ncu-rep"
-        fresh = pending / report_name
-        verdict_file = pending / f"{stem}.verdict.json"
+    paths = [profile_one(name, f"{i}/{len(names)}", i == 1, shape, args, ncu, machine, stages)
+             for i, name in enumerate(names, 1)]
+    _finish(paths, args, machine, stages, analysis, t_all)
+    return 0
+
+
+def profile_one(name: str, count: str, first: bool, shape, args, ncu: str, machine: Machine,
+                stages: dict[str, float]) -> Path:
+    """One target: the correctness gate, ncu into a hidden folder, the report landed in
+    reports/<gpu>/ (the old one to history/), its sidecar written; returns the report."""
+    from flashprof.profiling.env import check_writable, write_json_atomic
+    from flashprof.profiling.targets import resolve
+
+    t0 = time.perf_counter()
+    stream = machine.stream
+    target, fn, verdict, in_child, label = _gate(name, count, shape, args, machine, stages)
+    user_regex = getattr(args, "kernel_regex", None)  # KERNEL_REGEX=, else the target's own
+    regex = user_regex or target.kernel_regex
+    limit = getattr(args, "max_launches", MAX_LAUNCHES)
+    counted = precount(target, fn, shape, args.dtype, user_regex, limit) if target.user else None
+    stem = report_stem(target.stem, shape.seq, shape.batch, shape.heads, args.dtype, args.section_set)
+    out_dir = getattr(args, "out_dir", None)
+    final_dir = out_dir or (ROOT / reports_folder(machine.result()["gpu"]["slug"]) if machine.done else None)
+    pending = _Pending(final_dir, stem)
+    program = [sys.executable, "-P", "-m", "flashprof.profiling.ncu_program", name, "--batch", str(shape.batch),
+               "--seq", str(shape.seq), "--heads", str(shape.heads), "--dtype", args.dtype]
+    if in_child:
+        program += ["--verdict", str(pending.verdict_file)]
+    # A user target: room for one launch over the limit, so ncu's own count can refuse it.
+    opts = NcuOptions(output=pending.fresh.with_suffix(""), kernel_regex=regex,
+                      section_set=args.section_set, clock_control=args.clock_control,
+                      launch_count=limit + 1 if target.user else 1)
+    cmd = ncu_command(ncu, opts, program)
+    try:
+        info, verdict, profiled, ncu_secs = _run_profiled(cmd, target, shape, args, machine, pending,
+                                                          in_child, verdict, user_regex, limit, stages)
+        if pending.final_dir is None:
+            pending.final_dir = ROOT / reports_folder(info["gpu"]["slug"])
+        check_writable(pending.final_dir)
+        if target.config is not None:  # kernel 7's config is this GPU's tuned one
+            target = resolve(name, gpu=info["gpu"]["slug"], seq=shape.seq, dtype=args.dtype)
+    except BaseException:
+        pending.discard()
+        raise
+    stages["ncu"] += ncu_secs
+    report = pending.land(label, stream)
+    sidecar = _sidecar(target, counted, limit, shape, args, info, first, regex, opts, profiled, cmd,
+                       report, pending.fresh, ncu_secs, verdict, in_child)
+    write_json_atomic(sidecar_path(report), sidecar.to_json())
+    print(f"[{label}] wrote {report} (ncu {ncu_secs:.1f}s, total {time.perf_counter() - t0:.1f}s)",
+          file=stream, flush=True)
+    return report
+
+
+def _gate(name: str, count: str, shape, args, machine: Machine, stages: dict[str, float]):
+    """The target (kernel 7: the config this GPU's table dispatches for this shape) and, when
+    this process needs torch now (a user target, or a kernel not built yet), its build and
+    correctness check here; otherwise the check runs inside ncu's program (``in_child``).
+    Returns (target, its callable or None, verdict or None, in_child, progress label)."""
+    from flashprof.profiling.correctness import require
+    from flashprof.profiling.targets import PER_GPU, resolve
+
+    stream = machine.stream
+    target = resolve(name, gpu=machine.result()["gpu"]["slug"] if machine.done else None,
+                      seq=shape.seq, dtype=args.dtype)
+    label = f"{count} {target.stem}"
+    in_child = not target.user and not args.no_gate
+    cold = target.config is not None and not _built(
+        target.config if name not in PER_GPU or machine.done else resolve(name, gpu=_guess_slug(), seq=shape.seq, dtype=args.dtype).config)
+    fn = verdict = None
+    if target.user or cold:  # this process needs torch now: the check first
+        target = resolve(name, gpu=machine.result()["gpu"]["slug"], seq=shape.seq, dtype=args.dtype)
+        print(f"[{label}] {target.title}: build + correctness check", file=stream, flush=True)
+        fn = target.callable()
+        if target.user and not args.no_gate:
+            tg = time.perf_counter()
+            verdict = require(fn, shape, args.dtype, target.title)
+            stages["gate"] += time.perf_counter() - tg
+    else:
+        print(f"[{label}] {target.title}: correctness check and profile (in the profiled program)",
+              file=stream, flush=True)
+    return target, fn, verdict, in_child, label
+
+
+class _Pending:
+    """Where ncu writes: a hidden .incomplete/ (never picked up by `flashprof summary <dir>`)
+    of the report folder; the finished report replaces the old one (moved to history/) only
+    after ncu and the gate succeeded, so a failed or interrupted run leaves reports/ as it
+    was. Before the GPU is known, reports/.incomplete/: the same file system as reports/<gpu>/."""
+
+    def __init__(self, final_dir: Path | None, stem: str):
+        self.final_dir = final_dir
+        self.dir = (final_dir or ROOT / "reports") / ".incomplete"
+        self.name = f"{stem}.ncu-rep"
+        self.fresh = self.dir / self.name
+        self.verdict_file = self.dir / f"{stem}.verdict.json"
         try:
-            pending.mkdir(parents=True, exist_ok=True)
-            fresh.unlink(missing_ok=True)  # left by an interrupted run; ncu will not overwrite it
-            verdict_file.unlink(missing_ok=True)
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self.fresh.unlink(missing_ok=True)  # left by an interrupted run; ncu will not overwrite it
+            self.verdict_file.unlink(missing_ok=True)
         except OSError as e:
-            raise FlashprofError(f"cannot prepare {fresh}: {e.strerror}") from None
+            raise FlashprofError(f"cannot prepare {self.fresh}: {e.strerror}") from None
 
-        def discard() -> None:
-            for f in (fresh, verdict_file):
-                f.unlink(missing_ok=True)
-            try:
-                pending.rmdir()  # only when empty
-            except OSError:
-                pass
-
-        program = [sys.executable, "-P", "-m", "flashprof.profiling.ncu_program", name, "--batch", str(shape.batch),
-                   "--seq", str(shape.seq), "--heads", str(shape.heads), "--dtype", args.dtype]
-        if in_child:
-            program += ["--verdict", str(verdict_file)]
-        # A user target: room for one launch over the limit, so ncu's own count can refuse it.
-        opts = NcuOptions(output=fresh.with_suffix(""), kernel_regex=regex,
-                          section_set=args.section_set, clock_control=args.clock_control,
-                          launch_count=limit + 1 if target.user else 1)
-        cmd = ncu_command(ncu, opts, program)
-        failure = None
+    def discard(self) -> None:
+        for f in (self.fresh, self.verdict_file):
+            f.unlink(missing_ok=True)
         try:
-            try:
-                ncu_out, ncu_secs = run_ncu(cmd, target.stem, stream=stream, on_start=machine.watch)
-            except FlashprofError as e:
-                failure = e
-            info = machine.result()  # "no GPU" (and a refused tile) before anything ncu said
-            if in_child:
-                verdict, vdata = _read_verdict(verdict_file)
-                if verdict is not None and not verdict.ok:
-                    raise FlashprofError(refusal(target.title, shape, args.dtype, verdict))
-                if failure is None and verdict is None:
-                    raise FlashprofError(f"the profiled program wrote no correctness verdict ({verdict_file}); "
-                                         "nothing was kept")
-                stages["gate"] += float(vdata.get("seconds", 0.0)) if vdata else 0.0
-            if failure is not None:
-                raise failure
-            if not fresh.exists():
-                raise FlashprofError(f"ncu finished but wrote no report at {fresh}")
-            profiled = ncu_kernels(ncu_out)
-            if target.user:
-                check_count(profiled, limit, target.user.spec, user_regex)  # refused: nothing lands
-            if final_dir is None:
-                final_dir = ROOT / reports_folder(info["gpu"]["slug"])
-            check_writable(final_dir)
-            if target.config is not None:  # kernel 7's config is this GPU's tuned one
-                target = resolve(name, gpu=info["gpu"]["slug"], seq=shape.seq, dtype=args.dtype)
-        except BaseException:
-            discard()
-            raise
-        stages["ncu"] += ncu_secs
-        report = final_dir / report_name
+            self.dir.rmdir()  # only when empty
+        except OSError:
+            pass
+
+    def land(self, label: str, stream) -> Path:
+        """The report into its folder (an old one to history/ first); returns its path."""
+        report = self.final_dir / self.name
         old = retire(report)
         if old:
             print(f"[{label}] previous report kept as {old}", file=stream)
-        _land(fresh, report)
-        verdict_file.unlink(missing_ok=True)
-        if pending != final_dir / ".incomplete":
+        _land(self.fresh, report)
+        self.verdict_file.unlink(missing_ok=True)
+        if self.dir != self.final_dir / ".incomplete":
             try:
-                pending.rmdir()
+                self.dir.rmdir()
             except OSError:
                 pass
-        sidecar = {
-            "schema": 1,
-            "target_key": target.name,  # which target this is; analysis reads it first
-            "kernel": target.name,      # the same, as sidecars before target_key spelled it
-            "title": target.title,
-            "target": user_sidecar(target, counted, limit) if target.user else None,
-            "config": target.config.to_dict() if target.config else None,
-            "config_slug": target.config.slug if target.config else None,
-            "dispatch": dispatch_record(target.name, info["gpu"]["slug"], shape.seq, args.dtype),
-            "shape": shape.to_dict(),
-            "dtype": args.dtype,
-            "flops": shape.flops,
-            "gpu": info["gpu"],
-            "clocks": {"nvidia_smi_before": info["clocks_before"] if i == 1 else smi_clocks(),
-                       "nvidia_smi_after": smi_clocks(),
-                       "clock_control": args.clock_control,
-                       "note": "the SM clock during the profiled launch is in the report "
-                               "(sm__cycles_elapsed.avg.per_second)"},
-            "ncu": {"version": info["ncu_version"], "section_set": args.section_set, "kernel_regex": regex,
-                    "launch_count": opts.launch_count, "profiled_kernels": profiled,
-                    # the command as run, with the report's final path (ncu wrote it to .incomplete/)
-                    "args": [str(report.with_suffix("")) if a == str(fresh.with_suffix("")) else a for a in cmd[1:]],
-                    "seconds": round(ncu_secs, 2)},
-            "correctness": verdict.to_dict() if verdict else None,
-            "correctness_where": ("the profiled program, before the NVTX range" if in_child
-                                  else "the profiling process" if verdict else None),
-            "software": info["software"],
-            "git": git_info(),
-            "command": " ".join(shlex.quote(a) for a in sys.argv),
-            "created": now(),
-        }
-        write_json_atomic(report.with_name(stem + ".json"), sidecar)
-        paths.append(report)
-        print(f"[{label}] wrote {report} (ncu {ncu_secs:.1f}s, total {time.perf_counter() - t0:.1f}s)",
-              file=stream, flush=True)
+        return report
+
+
+def _run_profiled(cmd, target, shape, args, machine: Machine, pending: _Pending, in_child: bool, verdict,
+                  user_regex, limit: int, stages: dict[str, float]):
+    """ncu over the profiled program, then what must hold before the report is kept: the
+    GPU check, the verdict the program wrote, a report, the launch count of a user target.
+    Returns (machine facts, verdict, profiled kernels, ncu seconds)."""
+    from flashprof.profiling.correctness import refusal
+
+    failure = None
+    ncu_out = ncu_secs = None
+    try:
+        ncu_out, ncu_secs = run_ncu(cmd, target.stem, stream=machine.stream, on_start=machine.watch)
+    except FlashprofError as e:
+        failure = e
+    info = machine.result()  # "no GPU" (and a refused tile) before anything ncu said
+    if in_child:
+        verdict, vdata = _read_verdict(pending.verdict_file)
+        if verdict is not None and not verdict.ok:
+            raise FlashprofError(refusal(target.title, shape, args.dtype, verdict))
+        if failure is None and verdict is None:
+            raise FlashprofError(f"the profiled program wrote no correctness verdict ({pending.verdict_file}); "
+                                 "nothing was kept")
+        stages["gate"] += float(vdata.get("seconds", 0.0)) if vdata else 0.0
+    if failure is not None:
+        raise failure
+    if not pending.fresh.exists():
+        raise FlashprofError(f"ncu finished but wrote no report at {pending.fresh}")
+    profiled = ncu_kernels(ncu_out)
+    if target.user:
+        check_count(profiled, limit, target.user.spec, user_regex)  # refused: nothing lands
+    return info, verdict, profiled, ncu_secs
+
+
+def _sidecar(target, counted, limit: int, shape, args, info: dict, first: bool, regex, opts, profiled, cmd,
+             report: Path, fresh: Path, ncu_secs: float, verdict, in_child: bool):
+    """The new report's sidecar (``flashprof.profiling.sidecar.Sidecar``)."""
+    from flashprof.profiling.env import git_info, now, smi_clocks
+    from flashprof.profiling.sidecar import Sidecar
+
+    return Sidecar(
+        target_key=target.name,  # which target this is (to_json also writes it as "kernel")
+        title=target.title,
+        target=user_sidecar(target, counted, limit) if target.user else None,
+        config=target.config.to_dict() if target.config else None,
+        config_slug=target.config.slug if target.config else None,
+        dispatch=dispatch_record(target.name, info["gpu"]["slug"], shape.seq, args.dtype),
+        shape=shape.to_dict(),
+        dtype=args.dtype,
+        flops=shape.flops,
+        gpu=info["gpu"],
+        clocks={"nvidia_smi_before": info["clocks_before"] if first else smi_clocks(),
+                "nvidia_smi_after": smi_clocks(),
+                "clock_control": args.clock_control,
+                "note": "the SM clock during the profiled launch is in the report "
+                        "(sm__cycles_elapsed.avg.per_second)"},
+        ncu={"version": info["ncu_version"], "section_set": args.section_set, "kernel_regex": regex,
+             "launch_count": opts.launch_count, "profiled_kernels": profiled,
+             # the command as run, with the report's final path (ncu wrote it to .incomplete/)
+             "args": [str(report.with_suffix("")) if a == str(fresh.with_suffix("")) else a for a in cmd[1:]],
+             "seconds": round(ncu_secs, 2)},
+        correctness=verdict.to_dict() if verdict else None,
+        correctness_where=("the profiled program, before the NVTX range" if in_child
+                           else "the profiling process" if verdict else None),
+        software=info["software"],
+        git=git_info(),
+        command=" ".join(shlex.quote(a) for a in sys.argv),
+        created=now(),
+    )
+
+
+def _finish(paths: list[Path], args, machine: Machine, stages: dict[str, float], analysis: bool,
+            t_all: float) -> None:
+    """The list of reports written, the analysis of them, the stages' timing."""
+    from flashprof.profiling.env import write_json_atomic
+
+    stream = machine.stream
     if args.paths_file:
         args.paths_file.write_text("\n".join(str(p) for p in paths) + "\n")
     print(f"profiled {len(paths)} target(s) in {time.perf_counter() - t_all:.1f}s", file=stream)
@@ -505,7 +567,6 @@ def profile_all(names: list[str], shape, args, ncu: str, t_start: float | None =
     if getattr(args, "timing_json", None):
         write_json_atomic(args.timing_json, {"stages_s": timing, "reports": [str(p) for p in paths],
                                              "note": "gate runs inside ncu's program: ncu includes it"})
-    return 0
 
 
 # ------------------------------------------------------------- summary, figures

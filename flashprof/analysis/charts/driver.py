@@ -102,10 +102,11 @@ def build(inp: Inputs, out: Path, only=None, log=print, jobs: int | None = None)
             raise
         except Exception:
             pass
-    if inp.series and any(n in names for n in ("gpu_ceilings", "pipe_shares")):
-        inp.gap  # computed once, before the workers fork
-    if inp.series and "gap" in names:
-        inp.gap_issue  # the committed issue-model result, hashed and read once
+    for name in names:  # what a figure computes once, before the workers fork (FigureSpec.needs)
+        spec = FIGURES[name]
+        if inp.series or not spec.series:
+            for attr in spec.needs:
+                getattr(inp, attr)
     work, captions, skipped = [], [], []
     for name in names:
         try:
@@ -147,38 +148,16 @@ def _draw_all(inp: Inputs, work: list, log, jobs: int | None) -> list[Path]:
 
 
 # --------------------------------------------------------------- what changed
-#: Figures drawn from every report's launches (one chart each): a changed report changes them.
-ALL_LAUNCHES = ("stalls", "pipes", "bank_conflicts")
-
-
 def fed_by(inp: Inputs, changed) -> dict[str, Callable[[str], bool]]:
-    """Figure -> which of its files the reports ``changed`` (names as in ``inp.ident``) feed.
-
-    roofline: each changed report's own file and the overlays; stall_lines: each changed
-    report's own file; stalls, pipes, bank_conflicts: their one chart of every launch;
-    gap and pipe_shares: the gap models read every report of the series' targets (the pipes
-    model's alpha is fitted over all of them), so a changed series report feeds them;
-    gpu_ceilings: the first series launch of each GPU (its peaks and clock). progression,
-    sass_mix and autotune read bench.csv, the static SASS and autotune.csv: no report."""
-    from flashprof.analysis.charts.identity import kernel_key
-    from flashprof.analysis.gap.pipes_model.pipe_table import TARGETS
-
-    changed = set(changed)
-    own_roof = {f"roofline_{safe_name(r)}.png" for r in changed}
-    per_report = {f"roofline_{safe_name(r)}.png" for r in inp.stems}
-    want: dict[str, Callable[[str], bool]] = {
-        "roofline": lambda f: f in own_roof or f not in per_report,  # the overlays are not per report
-        "stall_lines": lambda f: f in {f"stall_lines_{safe_name(r)}.png" for r in changed},
-    }
-    for name in ALL_LAUNCHES:
-        want[name] = lambda f: True
-    ident = inp.ident.assign(_key=[kernel_key(r, v) for r, v in zip(inp.ident["report"], inp.ident["variant"])])
-    targets = ident[ident["_key"].isin(TARGETS)]
-    if targets["report"].isin(changed).any():
-        want["gap"] = want["pipe_shares"] = lambda f: True
-    if targets.drop_duplicates("gpu")["report"].isin(changed).any():
-        want["gpu_ceilings"] = lambda f: True
-    return {name: want[name] for name in FIGURES if name in want}
+    """Figure -> which of its files the reports ``changed`` (names as in ``inp.ident``) feed:
+    each ``FigureSpec`` of ``FIGURES`` says what feeds it (``FigureSpec.feeds``); figures
+    the changed reports do not feed are left out."""
+    out = {}
+    for name, spec in FIGURES.items():
+        keep = spec.fed_by(inp, changed)
+        if keep is not None:
+            out[name] = keep
+    return out
 
 
 def build_changed(inp: Inputs, out: Path, changed, log=print, jobs: int | None = None) -> list[Path]:

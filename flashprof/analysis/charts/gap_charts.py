@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from flashprof.analysis.gap.pipes_model.pipe_table import MODEL_PIPES  # noqa: E402
+from flashprof.analysis.gap.legacy_pipes.pipe_table import MODEL_PIPES  # noqa: E402
 from flashprof.kernels.gpus import GPUS  # noqa: E402
 
 GPU_COLORS = {g.model_key: g.colour for g in GPUS}

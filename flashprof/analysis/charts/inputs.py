@@ -196,7 +196,7 @@ class Inputs:
         """gap_table / pipe_shares / ceilings from flashprof.analysis.gap over the parsed frame, or
         {'error': text} when that module fails (its figures are then skipped)."""
         try:
-            from flashprof.analysis.gap.pipes_model import throughput, work
+            from flashprof.analysis.gap.legacy_pipes import throughput, work
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

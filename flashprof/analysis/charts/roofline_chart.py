@@ -45,20 +45,44 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
     # the zoom panel names every series: for the flashprof series, not for many launches
     crowd = cluster(L, sel) if (zoom is None and not foreign) or zoom else []
     zoom = bool(crowd) if zoom is None else bool(zoom and crowd)
+    fig, ax, zx = _axes(zoom)
+    x_lo, x_hi, top, bws, zoom_box = _limits(ax, sel, L, ceil, crowd, fp32_points)
+    renderer = _renderer(fig)
+    obst = _data_obstacles(ax, renderer, sel, L, fp32_points, zoom_box)
+    roof_drawn, tensor_roofs = _compute_roofs(ax, obst, sel, L, ceil, bws, foreign, x_lo, x_hi)
+    shown, slope_ends = _bandwidth_roofs(ax, obst, ceil, bws, top, x_lo, tensor_roofs)
+    _roof_labels(ax, renderer, obst, roof_drawn, tensor_roofs, x_hi)
+    _slope_labels(ax, renderer, obst, ceil, top, shown, slope_ends, x_lo)
+    measured_handles = draw_measured(ax, measured, ceil, x_lo, x_hi)
+    _launch_series(ax, sel, L, fp32_points, foreign)
+    if zx is not None:
+        draw_zoom(ax, zx, sel, L[L["sid"].isin(crowd)])
+    _legends(zx if zx is not None else ax, sel, L, foreign, fp32_points, measured, measured_handles)
+    _titles(fig, ident, sel, L, title, foreign, x_text=0.055 if zx is not None else 0.07)
+    return fig
+
+
+TF = 1e12
+
+
+def _axes(zoom: bool):
+    """The figure and its roofline axes (and the zoom panel's, when zoomed)."""
     if zoom:
         fig = _new_fig(14.0, 6.9)
         ax = fig.add_axes([0.055, 0.17, 0.455, 0.71])
         zx = fig.add_axes([0.575, 0.17, 0.235, 0.71])
-        legend_x = 1.02
     else:
         fig = _new_fig(11.0, 6.6)
         ax = fig.add_axes([0.07, 0.17, 0.625, 0.71])
         zx = None
     ax.set_xscale("log")
     ax.set_yscale("log")
-    TF = 1e12
+    return fig, ax, zx
 
-    # ---- data range -> limits (fixed before drawing so label angles are right)
+
+def _limits(ax, sel, L, ceil, crowd, fp32_points: bool):
+    """Axis limits from the data and the roofs, fixed before drawing so label angles are
+    right; returns (x_lo, x_hi, top roof, {level: bandwidth}, zoom box or None)."""
     xs, ys = [], []
     for rec in L.to_dict("records"):
         for pts in (series_points(sel, rec), series_points(sel, rec, fp32=True) if fp32_points else []):
@@ -80,11 +104,14 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
         x_hi = max(x_hi, zoom_box[1] * 1.6)
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(y_lo / TF, y_hi / TF)
+    return x_lo, x_hi, top, bws, zoom_box
 
+
+def _data_obstacles(ax, renderer, sel, L, fp32_points: bool, zoom_box) -> Obstacles:
+    """What labels must keep clear of: data points, series lines, the zoom box."""
     # ---- label placement happens in display space: size and limits are fixed by now,
     # text is measured with an Agg renderer, and every label is put where it keeps the
     # most clearance from data points, series lines, roofs and the labels placed before.
-    renderer = _renderer(fig)
     obst = Obstacles(ax)
     for rec in L.to_dict("records"):
         ms = 7.0
@@ -101,7 +128,11 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
         zl = text_size(ax, renderer, "zoom \u2192", 7)
         p = ax.transData.transform((zx1, zy1))
         obst.rect_px(p[0] - zl[0], p[1], zl[0], zl[1])
+    return obst
 
+
+def _compute_roofs(ax, obst, sel, L, ceil, bws, foreign: bool, x_lo, x_hi):
+    """Horizontal compute roofs; returns [(kind, x0, value, colour, name)] and the tensor roofs."""
     # ---- compute roofs: horizontal, from the ridge with the fastest level to the right
     fastest = max(bws.values()) if bws else None
     tensor_roofs = [k for k in ("tensor:wgmma", "tensor:mma.sync", "tensor:dmma") if k in ceil]
@@ -122,7 +153,11 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
                 gid=f"ceiling:{kind}", zorder=2)
         obst.line([(x0, v / TF), (x_hi, v / TF)], r=1.5)
         roof_drawn.append((kind, x0, v, color, name))
+    return roof_drawn, tensor_roofs
 
+
+def _bandwidth_roofs(ax, obst, ceil, bws, top, x_lo, tensor_roofs):
+    """Bandwidth slopes; returns [(bandwidth, [levels sharing it])] and each level's slope ends."""
     # ---- bandwidth roofs: slope from the left edge to the ridge with the top roof
     shown: list[tuple[float, list[str]]] = []
     slope_ends = {}
@@ -140,7 +175,10 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
         for k in tensor_roofs:  # knee on each tensor roof
             ax.plot([ceil[k] / bw], [ceil[k] / TF], marker="|", ms=7, color="#4d4d4d", zorder=2)
             obst.point(ceil[k] / bw, ceil[k] / TF, r=7 * DPI / 72 / 2)
+    return shown, slope_ends
 
+
+def _roof_labels(ax, renderer, obst, roof_drawn, tensor_roofs, x_hi) -> None:
     # ---- roof labels: right end of the roof, above it (below when the wgmma roof is
     # just above); other spots along the roof when data would be covered
     for kind, x0, v, color, name in roof_drawn:
@@ -165,6 +203,8 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
                 fontweight="bold" if bold else "normal", zorder=6)
         obst.rect_px(xl, yb, w, h)
 
+
+def _slope_labels(ax, renderer, obst, ceil, top, shown, slope_ends, x_lo) -> None:
     # ---- slope labels: inline on each slope (text along the line, on a white ground
     # that interrupts the line), at the spot with most clearance from everything else
     p0 = ax.transData.transform((x_lo, 1.0))
@@ -222,8 +262,8 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
                 bbox={"boxstyle": f"square,pad={pad / (fs * DPI / 72):.2f}", "fc": "white", "ec": "none"})
         obst.rrect_px(c, u, W, H)
 
-    measured_handles = draw_measured(ax, measured, ceil, x_lo, x_hi)
 
+def _launch_series(ax, sel, L, fp32_points: bool, foreign: bool) -> None:
     # ---- one series per launch
     draw_series(ax, sel, L, fp32_points=fp32_points)
     ax.set_xlabel("arithmetic intensity (FLOP of the launch's own kind / byte at that level; hollow: FP32)" if foreign
@@ -233,11 +273,9 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
     ax.grid(True, which="minor", color="#f2f2f2", lw=0.4)
     ax.set_axisbelow(True)
 
-    if zx is not None:
-        draw_zoom(ax, zx, sel, L[L["sid"].isin(crowd)])
 
+def _legends(lax, sel, L, foreign: bool, fp32_points: bool, measured, measured_handles) -> None:
     # ---- legends outside the data
-    lax = zx if zx is not None else ax
     if foreign:
         kh, ktitle = foreign_handles(L, sel, fp32_points)
     else:
@@ -260,7 +298,8 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
         lax.legend(handles=measured_handles, title=f"measured roofs, dotted\n(make ceilings; % of theor.; {clock:.2f} GHz)",
                    loc="center left", bbox_to_anchor=(1.03, 0.42), fontsize=7.5, title_fontsize=8, frameon=False)
 
-    x_text = 0.055 if zx is not None else 0.07
+
+def _titles(fig, ident, sel, L, title, foreign: bool, x_text: float) -> None:
     fig.suptitle(title or "Hierarchical roofline", x=x_text, ha="left", fontsize=12, fontweight="bold", y=0.975)
     fig.text(x_text, 0.905, context_line(ident, sel, reports=sel["report"].unique()), fontsize=9, color="#333333")
     caption = (CONVENTION_NOTE + "\n\u2020 shared memory: bytes the shared pipe spent (bank-conflicted "
@@ -270,4 +309,3 @@ def plot_roofline(roof: pd.DataFrame, ident: pd.DataFrame, reports=None, *, titl
     fig.text(x_text, 0.015, caption, fontsize=7, color="#444444", va="bottom", wrap=True)
     if foreign and L["report"].nunique() > ROOF_FULL_NAMES:  # the legend shows tags: say what they stand for
         labels.add_name_table(fig, labels.name_table(L, ident), x=x_text)
-    return fig

@@ -352,13 +352,69 @@ def _bank(inp: Inputs):
              f"shared-memory bank-conflict degree and ldmatrix count, {_all_launches(inp)}")]
 
 
+# --------------------------------------------------------------------------- what feeds each
+# ``FigureSpec.fed_by(inp, changed)``: after `flashprof profile` wrote the reports ``changed``
+# (names as in ``inp.ident``), which files of the figure they feed: a predicate on the
+# file name, or None when they feed none of its files (the figure is left as drawn).
+Feeds = Callable[[str], bool]
+
+
+def own_files(prefix: str, overlays: bool = False) -> Callable[[Inputs, set], Feeds]:
+    """Each changed report's own file(s) ``<prefix>_<report>[_launchN].png``; with
+    ``overlays`` also the figure's files that are no report's own (roofline overlays)."""
+    import re
+
+    def feeds(inp: Inputs, changed: set) -> Feeds:
+        own = re.compile("|".join(rf"{prefix}_{re.escape(safe_name(r))}(_launch\d+)?\.png" for r in changed) or "(?!)")
+        anyone = re.compile("|".join(rf"{prefix}_{re.escape(safe_name(r))}(_launch\d+)?\.png" for r in inp.stems) or "(?!)")
+        return lambda f: bool(own.fullmatch(f)) or (overlays and not anyone.fullmatch(f))
+    return feeds
+
+
+def any_report(inp: Inputs, changed: set) -> Feeds:
+    """One chart of every launch: it is redrawn whenever reports changed."""
+    return lambda f: True
+
+
+def _series_targets(inp: Inputs):
+    from flashprof.analysis.gap.data import TARGETS
+
+    ident = inp.ident.assign(_key=[kernel_key(r, v) for r, v in zip(inp.ident["report"], inp.ident["variant"])])
+    return ident[ident["_key"].isin(TARGETS)]
+
+
+def series_report(inp: Inputs, changed: set) -> Feeds | None:
+    """The gap models read every report of the series' targets (the pipes model's alpha is
+    fitted over all of them): a changed series report feeds the whole figure."""
+    return (lambda f: True) if _series_targets(inp)["report"].isin(changed).any() else None
+
+
+def first_series_launch_per_gpu(inp: Inputs, changed: set) -> Feeds | None:
+    """The first series launch of each GPU (its peaks and clock) feeds the figure."""
+    hit = _series_targets(inp).drop_duplicates("gpu")["report"].isin(changed).any()
+    return (lambda f: True) if hit else None
+
+
+def no_report(inp: Inputs, changed: set) -> None:
+    """Drawn from bench.csv, the static SASS or autotune.csv: no report feeds it."""
+    return None
+
+
 @dataclass(frozen=True)
 class FigureSpec:
-    """``series``: a figure about flashprof's kernels 1-7, drawn only for their reports."""
+    """``series``: a figure about flashprof's kernels 1-7, drawn only for their reports.
+    ``feeds``: what feeds it, for the redraw after `flashprof profile` (``fed_by``);
+    ``needs``: Inputs attributes computed once before the drawing workers fork."""
     name: str
     make: Callable[[Inputs], list]
     about: str
+    feeds: Callable[[Inputs, set], Feeds | None]
     series: bool = False
+    needs: tuple[str, ...] = ()
+
+    def fed_by(self, inp: Inputs, changed) -> Feeds | None:
+        """Which of this figure's files the reports ``changed`` feed (None: none of them)."""
+        return self.feeds(inp, set(changed))
 
     def jobs(self, inp: Inputs) -> list[tuple[str, Callable, str]]:
         """(filename, thunk, one-line caption) per file; raises Skip when nothing applies."""
@@ -377,16 +433,20 @@ class FigureSpec:
 
 
 FIGURES: dict[str, FigureSpec] = {s.name: s for s in (
-    FigureSpec("roofline", _roofline, "hierarchical roofline per report + overlay"),
-    FigureSpec("stalls", _stalls, "stall reasons per kernel, stacked"),
-    FigureSpec("stall_lines", _stall_lines, "hottest SASS lines per report"),
-    FigureSpec("pipes", _pipes, "pipe utilisation and issue slots"),
-    FigureSpec("progression", _progression, "TFLOP/s vs S and % of FA2 (bench.csv)", series=True),
-    FigureSpec("sass_mix", _sass_mix, "static SASS opcode deltas K(n)->K(n+1)", series=True),
-    FigureSpec("bank_conflicts", _bank, "smem bank conflicts, ldmatrix"),
-    FigureSpec("autotune", _autotune, "kernel-7 sweep ranked, coloured by the parameter that matters", series=True),
+    FigureSpec("roofline", _roofline, "hierarchical roofline per report + overlay",
+               own_files("roofline", overlays=True)),
+    FigureSpec("stalls", _stalls, "stall reasons per kernel, stacked", any_report),
+    FigureSpec("stall_lines", _stall_lines, "hottest SASS lines per report", own_files("stall_lines")),
+    FigureSpec("pipes", _pipes, "pipe utilisation and issue slots", any_report),
+    FigureSpec("progression", _progression, "TFLOP/s vs S and % of FA2 (bench.csv)", no_report, series=True),
+    FigureSpec("sass_mix", _sass_mix, "static SASS opcode deltas K(n)->K(n+1)", no_report, series=True),
+    FigureSpec("bank_conflicts", _bank, "smem bank conflicts, ldmatrix", any_report),
+    FigureSpec("autotune", _autotune, "kernel-7 sweep ranked, coloured by the parameter that matters", no_report,
+               series=True),
     FigureSpec("gap", _gap, "% of FA2 per kernel: published A100/3090 + measured H200 vs the issue model "
-               "(reports/gap/issue_model.json)", series=True),
-    FigureSpec("gpu_ceilings", _gpu_ceilings, "three-GPU roofline ceilings (flashprof.analysis.gap)", series=True),
-    FigureSpec("pipe_shares", _pipe_shares, "kernel-7 pipe time shares per GPU (flashprof.analysis.gap)", series=True),
+               "(reports/gap/issue_model.json)", series_report, series=True, needs=("gap_issue",)),
+    FigureSpec("gpu_ceilings", _gpu_ceilings, "three-GPU roofline ceilings (flashprof.analysis.gap)",
+               first_series_launch_per_gpu, series=True, needs=("gap",)),
+    FigureSpec("pipe_shares", _pipe_shares, "kernel-7 pipe time shares per GPU (flashprof.analysis.gap)",
+               series_report, series=True, needs=("gap",)),
 )}

@@ -6,10 +6,10 @@ with decoded control codes), ``constants`` (per-GPU latencies / issue intervals 
 sources; the H200's from reports/h200/ceilings.json), ``scheduler`` (an in-order,
 per-sub-partition issue simulation of the KV loop), ``issue_report`` (predictions vs
 published / measured, sensitivity, rendering) and ``frozen`` (its committed result,
-reports/gap/issue_model.json, read while the inputs' hashes match).
-The issue-6 pipe-time bound with a fitted alpha is superseded; it stays for ``--model
-pipes``, the ceilings / pipe-share figures and the static-SASS helpers the issue model
-imports: ``pipe_table`` (opcode -> pipe, GPU data files), ``work`` (work per pipe and its
-carry-over to other GPUs), ``throughput`` (pipe times, the fitted combination, the table)
-and ``pipes_report`` (limitations, rendering, ``gap_paths``).
+reports/gap/issue_model.json, read while the inputs' hashes match). ``data`` holds what
+both models read: the GPU data files, the targets, opcode -> pipe, ``launch_work``.
+The issue-6 pipe-time bound with a fitted alpha is superseded: ``legacy_pipes/``, imported
+only by ``--model pipes`` and the ceilings / pipe-share figures: ``pipe_table`` (its
+modelled pipes), ``work`` (work carried over to other GPUs), ``throughput`` (pipe times,
+the fitted combination, the table) and ``pipes_report`` (limitations, rendering, ``gap_paths``).
 """

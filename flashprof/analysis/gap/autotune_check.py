@@ -19,7 +19,7 @@ from flashprof.analysis.gap.constants import machine
 from flashprof.analysis.gap.controls import main_loop, parse
 from flashprof.analysis.gap.issue_report import SHAPE, kernel_time
 from flashprof.analysis.gap.loops import LoopCode
-from flashprof.analysis.gap.pipes_model.pipe_table import REPO
+from flashprof.analysis.gap.data import REPO
 from flashprof.kernels.gpus import SHIPPED
 from flashprof.analysis.report.errors import read_table
 

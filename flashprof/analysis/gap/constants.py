@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from flashprof.analysis.gap.pipes_model.pipe_table import GPUS_FILE, REPO, load_gpus
+from flashprof.analysis.gap.data import GPUS_FILE, REPO, load_gpus
 from flashprof.kernels.gpus import SHIPPED
 
 CEILINGS = REPO / SHIPPED.reports / "ceilings.json"

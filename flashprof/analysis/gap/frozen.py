@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from flashprof.analysis.report.errors import ReportError
-from flashprof.analysis.gap.pipes_model.pipe_table import GPUS_FILE, PUBLISHED_FILE, REPO, default_reports
+from flashprof.analysis.gap.data import GPUS_FILE, PUBLISHED_FILE, REPO, default_reports
 from flashprof.paths import KERNELS_PKG
 from flashprof.kernels.gpus import SHIPPED
 
@@ -28,7 +28,7 @@ DIR = REPO / "reports" / "gap"
 RESULT = "issue_model.json"
 META = "issue_model.meta.json"
 _CODE = ("controls.py", "constants.py", "scheduler.py", "loops.py", "issue_report.py", "frozen.py",
-         "pipes_model/pipe_table.py", "pipes_model/work.py")  # work.py: launch_work reads the H200 evidence
+         "data.py")  # data.py: the data files' loaders and launch_work, which reads the H200 evidence
 
 
 # The reports the model reads: flashprof's kernels 1-6, kernel 7's mma.sync form and FA2 (ref) -- the rows, the

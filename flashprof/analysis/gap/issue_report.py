@@ -31,7 +31,7 @@ from flashprof.analysis.gap.controls import SassError
 from flashprof.analysis.gap.loops import (SERIES_K7_SWEEP, SERIES_KERNELS, LoopCode, fa2_loop, kernel_loop,
                                          series_file, series_loop)
 from flashprof.analysis.gap.scheduler import pipe, simulate
-from flashprof.analysis.gap.pipes_model.pipe_table import REF, load_published
+from flashprof.analysis.gap.data import REF, load_published
 from flashprof.kernels.gpus import SHIPPED, by_slug
 
 SHAPE = {"batch": 16, "heads": 16, "seq": 4096}
@@ -432,7 +432,7 @@ def h200_evidence(frame) -> tuple[dict, dict, dict]:
     the bank-conflict factor (from the S=4096 report)."""
     from flashprof.analysis.report.parse import per_launch
     from flashprof.analysis.metrics.recipes import PIPE_METRICS
-    from flashprof.analysis.gap.pipes_model.work import launch_work
+    from flashprof.analysis.gap.data import launch_work
 
     meas, conflicts, slugs = {}, {}, {}
     if frame is None or not len(frame):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flashprof.analysis.gap.controls import Inst, SassError, main_loop, parse
-from flashprof.analysis.gap.pipes_model.pipe_table import REPO
+from flashprof.analysis.gap.data import REPO
 
 LOOP_DIR = REPO / "reports" / "sass" / "loops"
 FA2_DIR = REPO / "reports" / "sass" / "fa2"

@@ -31,7 +31,7 @@ OVERVIEW_MAX = 60
 
 def _sidecar(path) -> dict:
     try:
-        return parse._read_sidecar(parse.Path(path))
+        return parse.read_sidecar(path).to_json()
     except Exception:
         return {}
 

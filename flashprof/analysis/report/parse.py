@@ -43,8 +43,10 @@ import pandas as pd
 
 from flashprof.analysis.metrics import recipes
 from flashprof.analysis.report.errors import FlashprofWarning, ReportError
-from flashprof.analysis.report.target_key import kernel_key, sidecar_key
+from flashprof.analysis.report.target_key import kernel_key
 from flashprof.analysis.report.ncu_extract import (EXIT_REPORT_ERROR, FRAME_COLUMNS, IDENTITY_COLUMNS, SHAPE_FIELDS, loadable_name, normalise_dtypes)
+from flashprof.profiling import sidecar as _sidecar
+from flashprof.profiling.sidecar import Sidecar, SidecarError, sidecar_path  # noqa: F401 (sidecar_path: public here too)
 
 REPORT_SUFFIX = ".ncu-rep"
 CACHE_APP = "flashprof"
@@ -74,46 +76,36 @@ def _check_file(path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- sidecar
-def sidecar_path(path: Path) -> Path:
-    return path.with_name(_stem(path) + ".json")
-
-
 def _stem(path: Path) -> str:
     name = path.name
     return name[: -len(REPORT_SUFFIX)] if name.endswith(REPORT_SUFFIX) else path.stem
 
 
-def _read_sidecar(path: Path) -> dict:
-    side = sidecar_path(path)
-    if not side.is_file():
-        return {}
+def read_sidecar(path: str | os.PathLike) -> Sidecar:
+    """A report's sidecar (``Sidecar.missing()`` when it has none); a malformed one is a
+    one-line ``ReportError`` naming the file."""
     try:
-        data = json.loads(side.read_text())
-    except (OSError, ValueError) as exc:
-        raise ReportError(f"{side}: unreadable sidecar JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise ReportError(f"{side}: sidecar JSON must be an object")
-    return data
+        return _sidecar.read_sidecar(path)
+    except SidecarError as exc:
+        raise ReportError(str(exc)) from None
 
 
 def report_target(path: str | os.PathLike) -> str:
-    """Which target a report is: the key its sidecar records (``sidecar_key``), else, for a
-    report without one, the guess from its file stem. The frame's ``variant`` column and
-    ``kernel_key`` give the same per launch."""
+    """Which target a report is: the key its sidecar records (``Sidecar.target_key``), else,
+    for a report without one, the guess from its file stem. The frame's ``variant`` column
+    and ``kernel_key`` give the same per launch."""
     path = Path(path)
-    return kernel_key(_stem(path), sidecar_key(_read_sidecar(path)))
+    return kernel_key(_stem(path), read_sidecar(path).target_key)
 
 
-def _identity_from_sidecar(data: dict) -> dict:
-    shape = data.get("shape") or {}
+def _identity_from_sidecar(side: Sidecar) -> dict:
     ident = {
-        "variant": sidecar_key(data),
-        "title": data.get("title"),
-        "dtype": data.get("dtype"),
+        "variant": side.target_key,
+        "title": side.title,
+        "dtype": side.dtype,
     }
-    for field in SHAPE_FIELDS:
-        v = shape.get(field)
-        ident[field] = float(v) if isinstance(v, (int, float)) else math.nan
+    for name in SHAPE_FIELDS:
+        ident[name] = side.shape_field(name)
     return ident
 
 
@@ -329,7 +321,7 @@ def _load_many(plist: list[Path], cache: bool, skipped: list | None = None) -> l
             if hit is not None:
                 frames[i] = hit.copy()
                 continue
-            ident = {"__stem__": _stem(p), **_identity_from_sidecar(_read_sidecar(p))}
+            ident = {"__stem__": _stem(p), **_identity_from_sidecar(read_sidecar(p))}
             target = cache_file(p) if use_cache else None
             if target is not None:
                 frames[i] = _read_cached(target)

@@ -14,6 +14,7 @@ import re
 import pandas as pd
 
 from flashprof.kernels import config
+from flashprof.profiling.sidecar import Sidecar
 
 # Targets as strings ("1".."7", "ref", "cudnn"); the kernels' titles come from kernels/config.py.
 KERNEL_IDS = tuple(str(i) for i in config.KERNEL_IDS)
@@ -34,33 +35,11 @@ def _given(v) -> bool:
     return not pd.isna(v) and str(v) not in ("", "nan", "None")
 
 
-def _series_slugs() -> dict[str, set[str]]:
-    """Target key -> slugs of the configs it runs: the series' config, and for kernel 7
-    every config kernels/tuned.json can dispatch it to."""
-    out = {str(n): {c.slug} for n, c in config.VARIANTS.items()}
-    out["7"] |= {c.slug for _, _, c in config.tuned_configs()}
-    out[MMA_SYNC_KEY] = {config.mma_sync_variant(gpu).slug for gpu in config.load_dispatch()}
-    return out
-
-
 def sidecar_key(side) -> str | None:
-    """The target key a sidecar records, or None if it records none.
-
-    ``flashprof profile`` writes it as ``target_key``. Sidecars written before that carry it
-    as ``kernel``, a user target also as ``target.name``; one that has only a
-    ``config_slug`` is the series kernel whose config has that slug (if exactly one has)."""
-    if not side:
-        return None
-    user = side.get("target")
-    for v in (side.get("target_key"), side.get("kernel"), user.get("name") if isinstance(user, dict) else None):
-        if _given(v):
-            return str(v)
-    slug = side.get("config_slug")
-    if _given(slug):
-        hits = [k for k, slugs in _series_slugs().items() if str(slug) in slugs]
-        if len(hits) == 1:
-            return hits[0]
-    return None
+    """The target key a sidecar records, or None if it records none: ``Sidecar.target_key``
+    (``flashprof.profiling.sidecar``, where the older spellings are migrated) of a sidecar
+    or its parsed JSON."""
+    return Sidecar.coerce(side).target_key
 
 
 def stem_key(stem) -> str:

@@ -16,7 +16,6 @@ many, in launch order.
 """
 from __future__ import annotations
 
-import json
 import math
 import weakref
 from dataclasses import dataclass
@@ -26,7 +25,9 @@ from pathlib import Path
 import pandas as pd
 
 from flashprof.analysis.metrics import recipes
-from flashprof.analysis.report.parse import LAUNCH_KEY, launch_identity, per_launch, sidecar_path
+from flashprof.analysis.report.parse import LAUNCH_KEY, launch_identity, per_launch
+from flashprof.profiling.sidecar import SidecarError, sidecar_path
+from flashprof.profiling.sidecar import load as load_sidecar
 
 ALL, DOMINANT = "all", "dominant"
 
@@ -58,9 +59,8 @@ class Launch:
 @lru_cache(maxsize=256)
 def _per_call_cached(path: str, mtime: float) -> int | None:
     try:
-        side = json.loads(Path(sidecar_path(Path(path))).read_text())
-        kernels = (side.get("target") or {}).get("profiler_kernels")
-    except (OSError, ValueError, AttributeError):
+        kernels = load_sidecar(sidecar_path(path)).profiler_kernels
+    except SidecarError:
         return None
     return len(kernels) if isinstance(kernels, list) and kernels else None
 

@@ -21,7 +21,6 @@ warp instructions of INST_MIX_OPCODES from sass__inst_executed_per_opcode.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import warnings
@@ -35,6 +34,8 @@ from flashprof.analysis.stages.launches import launch_records
 from flashprof.analysis.stages.pipes import pipes
 from flashprof.analysis.stages.roofline import roofline
 from flashprof.analysis.stages.stalls import STALL_REASONS, bank_conflicts, stalls
+from flashprof.profiling.sidecar import SidecarError
+from flashprof.profiling.sidecar import load as load_sidecar
 from flashprof.analysis.stages.summary_render import (flatten, nan_to_none, jsonable, render_compare_table, render_csv, render_json, render_table)  # noqa: F401 (public names)
 from flashprof.analysis.report.provenance import embedded
 from flashprof.analysis.report.target_key import gpu_name, kernel_key
@@ -97,15 +98,15 @@ def _is_ref(report: str, variant) -> bool:
 
 def find_ref_reports(paths) -> list[Path]:
     """FA2 reference reports sitting in the directories of ``paths``: ``ref.ncu-rep``, or
-    any report whose sidecar says ``"kernel": "ref"``."""
+    any report whose sidecar's target is ``ref``."""
     found: list[Path] = []
     for d in sorted({Path(p).resolve().parent for p in paths}):
         candidates = [d / f"{REF_VARIANT}{REPORT_SUFFIX}"]
         for side in d.glob("*.json"):
             try:
-                if json.loads(side.read_text()).get("kernel") == REF_VARIANT:
+                if load_sidecar(side).target_key == REF_VARIANT:
                     candidates.append(side.with_name(side.stem + REPORT_SUFFIX))
-            except (OSError, ValueError, AttributeError):
+            except SidecarError:
                 continue
         found += [c for c in candidates if c.is_file() and c not in found]
     return found

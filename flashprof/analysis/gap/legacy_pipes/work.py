@@ -2,8 +2,8 @@
 was profiled on and carried over to another GPU.
 
 Input: the long frame of ``flashprof.analysis.report.parse.load_frame`` and the static SASS opcode frame
-(``load_static``). Output: ``launch_work`` (one row per launch of a known target) and
-``estimate_work`` (a target's work on a GPU, with where it came from).
+(``load_static``). Output: ``estimate_work`` (a target's work on a GPU, with where it came
+from); step 1, the work of each launch (``launch_work``), is in ``flashprof.analysis.gap.data``.
 
 1. Work. For every target (kernels "1".."7" and "ref" = FA2) the work per pipe is taken
    from executed-instruction counters (``sass__inst_executed_per_opcode[OP]``, warp
@@ -32,101 +32,14 @@ Input: the long frame of ``flashprof.analysis.report.parse.load_frame`` and the 
 """
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
 
-from flashprof.analysis.report.parse import LAUNCH_KEY, launch_identity, per_launch, sidecar_path
-from flashprof.analysis.stages.pipes import OPCODE_PREFIX
-from flashprof.analysis.report.target_key import MMA_SYNC_KEY, kernel_key
-from flashprof.analysis.gap.pipes_model.pipe_table import (FLOP_PER_HMMA, OPCODE_PIPE, REF, SEQ, SMEM_METRIC, SMEM_PROXY, TARGETS, WORK_COLUMNS, load_gpus, match_gpu, pipe_of)
+from flashprof.analysis.gap.data import (FLOP_PER_HMMA, REF, SEQ, SMEM_PROXY, WORK_COLUMNS, empty_work, pipe_of, work_from_opcodes)
 from flashprof.analysis.report.errors import read_table
-
-
-# --------------------------------------------------------------------------- work
-def _empty_work() -> dict:
-    return {c: 0.0 for c in WORK_COLUMNS}
-
-
-def work_from_opcodes(counts: Mapping[str, float], smem_wavefronts: float | None = None,
-                      dram_bytes: float = 0.0) -> dict:
-    """Pipe work from {opcode: warp instructions}. Without measured wavefronts the
-    static proxy SMEM_PROXY is used."""
-    w = _empty_work()
-    proxy = 0.0
-    for op, n in counts.items():
-        n = float(n)
-        if not n or math.isnan(n):
-            continue
-        pipe = pipe_of(op)
-        w["issue_inst"] += n
-        if pipe == "tensor":
-            w["tensor_flop"] += n * FLOP_PER_HMMA
-        elif pipe in ("fma", "imad", "alu", "xu", "lsu"):
-            w[f"{pipe}_inst"] += n
-        proxy += SMEM_PROXY.get(op.split(".", 1)[0].upper(), 0.0) * n
-    w["smem_wavefronts"] = proxy if smem_wavefronts is None or math.isnan(smem_wavefronts) else float(smem_wavefronts)
-    w["dram_bytes"] = float(dram_bytes or 0.0)
-    return w
-
-
-def _config_slug(path) -> str | None:
-    """``config_slug`` of a report's sidecar JSON (the kernel config it ran), if readable."""
-    if not isinstance(path, str) or not path:
-        return None
-    try:
-        side = json.loads(sidecar_path(Path(path)).read_text())
-    except (OSError, ValueError):
-        return None
-    slug = side.get("config_slug") if isinstance(side, dict) else None
-    return str(slug) if slug else None
-
-
-def launch_work(frame: pd.DataFrame, gpus: dict | None = None) -> pd.DataFrame:
-    """One row per launch that is a known target: identity, gpu_key, WORK_COLUMNS,
-    opcode counts (dict column ``opcodes``), measured SM cycles and the report's peaks."""
-    gpus = gpus or load_gpus()
-    ident = launch_identity(frame).set_index(list(LAUNCH_KEY))
-    rows = []
-    for key, _arch, m in per_launch(frame):
-        info = ident.loc[key]
-        target = kernel_key(key[0], info["variant"])
-        if target == MMA_SYNC_KEY:
-            target = "7"  # kernel 7's mma.sync form: the kernel 7 these models describe
-        elif target == "7" and str(_config_slug(info.get("path")) or "").endswith("_wgmma"):
-            continue  # the Hopper wgmma kernel 7: neither model simulates warpgroup MMA
-        if target not in TARGETS:
-            continue
-        ops = {k[len(OPCODE_PREFIX):-1]: v for k, v in m.items() if k.startswith(OPCODE_PREFIX)}
-        dram = m.get("dram__bytes.sum")
-        if dram is None and "dram__bytes.sum.per_second" in m and "gpu__time_duration.sum" in m:
-            dram = m["dram__bytes.sum.per_second"] * m["gpu__time_duration.sum"] * 1e-9
-        w = work_from_opcodes(ops, m.get(SMEM_METRIC), dram or 0.0)
-        sms = m.get("launch__sm_count", m.get("device__attribute_multiprocessor_count", math.nan))
-        tensor_peak = math.nan
-        for name in ("sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32_sparsity_off.sum.peak_sustained",
-                     "sm__ops_path_tensor_src_fp16_dst_fp32_sparsity_off.sum.peak_sustained"):
-            if name in m:
-                tensor_peak = m[name] / sms
-                break
-        fp32_peak = m.get("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained", math.nan) / sms
-        dram_peak = (m.get("dram__bytes.sum.peak_sustained", math.nan)
-                     * m.get("dram__cycles_elapsed.avg.per_second", math.nan))
-        rows.append({
-            "report": key[0], "launch": key[2], "target": target, "gpu": info["gpu"],
-            "config_slug": _config_slug(info.get("path")),
-            "gpu_key": match_gpu(info["gpu"], gpus), "arch": info["arch"], "dtype": info["dtype"],
-            "seq": info["seq"], **w, "opcodes": ops, "has_opcodes": bool(ops),
-            "measured_sm_cycles": m.get("sm__cycles_elapsed.avg", math.nan),
-            "duration_ns": m.get("gpu__time_duration.sum", math.nan),
-            "sm_clock_hz": m.get("sm__cycles_elapsed.avg.per_second", math.nan),
-            "sm_count": sms, "report_mma_sync_flop_per_clk_sm": tensor_peak,
-            "report_fp32_lanes_per_clk_sm": fp32_peak, "report_dram_bps": dram_peak,
-        })
-    return pd.DataFrame(rows)
 
 
 def static_counts(opcodes: pd.DataFrame | None, kernel: str, arch: str, dtype: str = "fp16",
@@ -287,7 +200,7 @@ def estimate_work(target: str, gpu_key: str, gpus: dict, launches: pd.DataFrame,
         return w, f"static proxy ({arch} loop body x iterations; prologue/epilogue omitted)", None
     s_to = static_counts(opcodes, target, arch, dtype)
     if not s_to or not s_to.get("HMMA"):
-        return _empty_work(), "no data", None
+        return empty_work(), "no data", None
     k = flop / (s_to["HMMA"] * FLOP_PER_HMMA)
     w = work_from_opcodes({op: n * k for op, n in s_to.items()})
     return w, f"static proxy ({arch} cubin x iterations; prologue/epilogue over-counted)", None

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from flashprof.analysis.gap.pipes_model.pipe_table import (DEFAULT_SASS, MODEL_PIPES, REF, REPO, default_reports)
-from flashprof.analysis.gap.pipes_model.throughput import gap_table, model_errors
-from flashprof.analysis.gap.pipes_model.work import load_static
+from flashprof.analysis.gap.data import REF, REPO, default_reports
+from flashprof.analysis.gap.legacy_pipes.pipe_table import DEFAULT_SASS, MODEL_PIPES
+from flashprof.analysis.gap.legacy_pipes.throughput import gap_table, model_errors
+from flashprof.analysis.gap.legacy_pipes.work import load_static
 from flashprof.analysis.report.errors import read_table
 
 

@@ -49,8 +49,9 @@ from flashprof.analysis.report.parse import per_launch
 from flashprof.analysis.stages.pipes import INST_PIPE_PREFIX
 from flashprof.analysis.metrics.recipe_kit import SMEM_BYTES_PER_WAVEFRONT
 from flashprof.analysis.metrics.recipes import ISSUE_METRIC, PIPE_METRICS
-from flashprof.analysis.gap.pipes_model.pipe_table import (DEFAULT_GPUS, MODEL_PIPES, REF, SEQ, SMEM_METRIC, TARGETS, WORK_COLUMNS, _val, load_gpus, load_published, match_gpu)
-from flashprof.analysis.gap.pipes_model.work import estimate_work, launch_work
+from flashprof.analysis.gap.data import (REF, SEQ, SMEM_METRIC, TARGETS, WORK_COLUMNS, launch_work, load_gpus, load_published, match_gpu)
+from flashprof.analysis.gap.legacy_pipes.pipe_table import DEFAULT_GPUS, MODEL_PIPES, entry_value
+from flashprof.analysis.gap.legacy_pipes.work import estimate_work
 
 
 # --------------------------------------------------------------------------- pipe times
@@ -58,17 +59,17 @@ def rates(gpu_key: str, gpus: dict, measured: pd.Series | None = None) -> dict:
     """Per-SM-per-clock rates for one GPU; a measured report's own peaks win."""
     g = gpus["gpus"][gpu_key]
     r = {
-        "sm_count": _val(g["sm_count"]),
-        "clock_hz": _val(g["boost_clock_mhz"]) * 1e6,
-        "mma_sync_flop_per_clk_sm": _val(g["mma_sync_flop_per_clk_sm"]),
-        "fp32_lanes_per_clk_sm": _val(g["fp32_lanes_per_clk_sm"]),
-        "imad_lanes_per_clk_sm": _val(g["imad_lanes_per_clk_sm"]),
-        "alu_lanes_per_clk_sm": _val(g["alu_lanes_per_clk_sm"]),
-        "mufu_lanes_per_clk_sm": _val(g["mufu_lanes_per_clk_sm"]),
-        "lsu_warp_inst_per_clk_sm": _val(g["lsu_warp_inst_per_clk_sm"]),
-        "issue_warp_inst_per_clk_sm": _val(g["issue_warp_inst_per_clk_sm"]),
-        "smem_bytes_per_clk_sm": _val(g["smem_bytes_per_clk_sm"]),
-        "dram_bps": _val(g["dram_gbs"]) * 1e9,
+        "sm_count": entry_value(g["sm_count"]),
+        "clock_hz": entry_value(g["boost_clock_mhz"]) * 1e6,
+        "mma_sync_flop_per_clk_sm": entry_value(g["mma_sync_flop_per_clk_sm"]),
+        "fp32_lanes_per_clk_sm": entry_value(g["fp32_lanes_per_clk_sm"]),
+        "imad_lanes_per_clk_sm": entry_value(g["imad_lanes_per_clk_sm"]),
+        "alu_lanes_per_clk_sm": entry_value(g["alu_lanes_per_clk_sm"]),
+        "mufu_lanes_per_clk_sm": entry_value(g["mufu_lanes_per_clk_sm"]),
+        "lsu_warp_inst_per_clk_sm": entry_value(g["lsu_warp_inst_per_clk_sm"]),
+        "issue_warp_inst_per_clk_sm": entry_value(g["issue_warp_inst_per_clk_sm"]),
+        "smem_bytes_per_clk_sm": entry_value(g["smem_bytes_per_clk_sm"]),
+        "dram_bps": entry_value(g["dram_gbs"]) * 1e9,
     }
     if measured is not None:
         for k_rep, k in (("report_mma_sync_flop_per_clk_sm", "mma_sync_flop_per_clk_sm"),
@@ -282,7 +283,7 @@ def ceilings(gpus: dict | None = None, frame: pd.DataFrame | None = None,
             "gpu_key": key, "gpu": g["name"], "arch": g["arch"], "source": "report" if measured is not None else "gpus.json",
             "sm_count": r["sm_count"], "clock_hz": r["clock_hz"],
             "tensor_flops": tensor, "fp32_flops": fp32, "dram_bps": r["dram_bps"], "smem_bps": smem,
-            "tensor_datasheet_flops": _val(g["tensor_datasheet_tflops"]) * 1e12,
+            "tensor_datasheet_flops": entry_value(g["tensor_datasheet_tflops"]) * 1e12,
             "ridge_tensor_dram": tensor / r["dram_bps"], "ridge_fp32_dram": fp32 / r["dram_bps"],
             "ridge_tensor_smem": tensor / smem,
             "tensor_per_fp32": tensor / fp32,
