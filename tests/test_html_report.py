@@ -217,3 +217,47 @@ def test_default_output_beside_the_figures():
     assert out_path(PUBLIC, None) == ROOT / "figures" / PUBLIC.name / "report.html"
     with pytest.raises(FlashprofError):
         out_path(PUBLIC, ROOT / "figures" / "report.html")  # figures/ holds the shipped reports' files only
+
+
+def test_verdict_first_from_raw_metrics(h200_page):
+    """The first section names, per report, its longest launch, its speed-of-light bound and
+    its two largest stalls, each recomputed here from the raw metrics of the long frame."""
+    from flashprof.analysis.report.parse import load_frame
+    frame = load_frame(sorted(H200.glob("*.ncu-rep")))
+    text = h200_page.read_text()
+    body = text[text.index("<body>"):]
+    assert body.index("id=verdict") < body.index("id=summary") < body.index("id=reports")
+    assert body.index("id=launch") < body.index("id=reports") and "<section id=reports><details>" in body
+    data = blob(h200_page)
+    raw: dict = {}
+    for rec in frame.to_dict("records"):
+        raw.setdefault((rec["report"], rec["launch"]), {})[rec["metric"]] = rec["value"]
+    longest = {}
+    for (report, launch), m in raw.items():
+        d = m["gpu__time_duration.sum"]
+        if report not in longest or d > longest[report][1]:
+            longest[report] = (f"{report}#{launch}", d)
+    verdict = {v["report"]: v for v in data["verdict"]}
+    assert {r: v["sid"] for r, v in verdict.items()} == {r: s for r, (s, _d) in longest.items()}
+    pat = re.compile(r"smsp__average_warps_issue_stalled_(.*)_per_issue_active\.ratio$")
+    summary = {f"{r['report']}#{r['launch']}": r for r in summary_json(H200)}
+    for report, v in verdict.items():
+        m = raw[(report, int(v["sid"].split("#")[1]))]
+        c = m["sm__throughput.avg.pct_of_peak_sustained_elapsed"]
+        mem = m["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"]
+        assert v["sol_bound"] == ("latency" if max(c, mem) < 60 else "compute" if c >= mem else "memory")
+        assert close(v["compute_pct"], c) and close(v["memory_pct"], mem)
+        stalls = {pat.match(k).group(1): val for k, val in m.items() if pat.match(k) and "selected" not in k}
+        top = sorted(stalls, key=lambda k: -stalls[k])[:2]
+        assert [k for k, _ in v["stalls"]] == top, report
+        assert close(v["duration_ns"], m["gpu__time_duration.sum"], 1e-9)
+        want_fa2 = summary[v["sid"]]["pct_of_fa2"]
+        assert v["pct_of_fa2"] == want_fa2  # dominant launches: the summary's value
+    assert verdict["kernel1"]["sol_bound"] == "memory" and verdict["kernel1"]["roof"] == "shared memory"
+    # a fill kernel of the FlexAttention report is not an attention launch: no % of FA2 anywhere on the page
+    flex_fill = next(x for x in data["launches"] if x["sid"] == "flex_attention-attention#0")
+    assert summary["flex_attention-attention#0"]["pct_of_fa2"] is not None  # the summary has one ...
+    row = re.search(r"<tr data-sid='flex_attention-attention#0'[^>]*>(.*?)</tr>", body, re.S).group(1)
+    fa2 = summary["flex_attention-attention#0"]["pct_of_fa2"]
+    assert f"{fa2:,.0f}" not in row and f"{fa2:.3g}" not in row  # ... the page does not show it
+    assert not flex_fill["dominant"]

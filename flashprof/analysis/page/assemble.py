@@ -21,6 +21,7 @@ from flashprof.analysis.page import figures as F
 from flashprof.analysis.charts.labels import palette
 from flashprof.analysis.report import parse
 from flashprof.analysis.report.target_key import gpu_name
+from flashprof.analysis.stages.limiter import limiters, verdict_text
 from flashprof.analysis.stages.summary import jsonable
 
 # launches a source view is read for, per report (the longest first)
@@ -58,6 +59,19 @@ def page_data(inp, records: list[dict], log=print) -> dict:
                          "shape": D.launch_shape(r) or grids.get(s), "gpu": r.get("gpu"),
                          "duration_ns": D.sig(r.get("duration_ns"), 6)})
     info = {x["sid"]: x for x in launches}
+
+    # ---- what bounds each launch (speed of light + binding roof), its resources
+    limit = {}
+    for row in limiters(frame, roof).to_dict("records"):
+        row = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+        row["bound"] = verdict_text(row)
+        limit[D.sid(row["report"], row["launch"])] = {k: D.sig(v, 4) if isinstance(v, float) else v
+                                                       for k, v in row.items() if k not in ("report", "range_idx", "launch")}
+    resources = D.launch_resources(frame)
+    for x in launches:
+        x["limiter"] = limit.get(x["sid"])
+        x["resources"] = resources.get(x["sid"])
+    verdict = D.verdict(order, recs_by_sid, limit)
 
     # ---- roofline: one chart per (FLOP kind, GPU)
     points = D.roofline_points(roof, records, ident)
@@ -143,7 +157,7 @@ def page_data(inp, records: list[dict], log=print) -> dict:
             "ceilings": inp.ceilings is not None,
             "ceilings_gpu": (str(inp.ceilings["gpu"].iloc[0]) if inp.ceilings is not None and len(inp.ceilings) else None)}
     return jsonable({
-        "meta": meta, "reports": headers, "summary": jsonable(records), "launches": launches,
+        "meta": meta, "verdict": verdict, "reports": headers, "summary": jsonable(records), "launches": launches,
         "roofline": {"charts": charts, "off_chart": off_chart},
         "overview": overview, "stalls": stall_bars, "pipes": pipe_bars,
         "sources": sources, "source_notes": source_notes,

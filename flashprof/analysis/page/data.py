@@ -323,3 +323,73 @@ def jsonable_records(records: list[dict]) -> list[dict]:
 
 def reason_family(reason: str) -> str:
     return REASON_FAMILY.get(reason, "other")
+
+
+# --------------------------------------------------------------------------- verdict, resources
+RESOURCE_METRICS = {  # page field -> Nsight Compute metric (LaunchStats / Occupancy sections)
+    "registers_per_thread": "launch__registers_per_thread",
+    "smem_per_block": "launch__shared_mem_per_block",
+    "theoretical_occupancy_pct": "sm__maximum_warps_per_active_cycle_pct",
+    "achieved_occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "waves_per_sm": "launch__waves_per_multiprocessor",
+    "block_size": "launch__block_size",
+}
+OCCUPANCY_LIMITS = {"launch__occupancy_limit_registers": "registers", "launch__occupancy_limit_shared_mem": "shared memory",
+                    "launch__occupancy_limit_warps": "warps", "launch__occupancy_limit_blocks": "blocks",
+                    "launch__occupancy_limit_barriers": "barriers"}
+
+
+def launch_resources(frame: pd.DataFrame) -> dict[str, dict]:
+    """{sid: {registers_per_thread, smem_per_block (bytes), theoretical/achieved occupancy %,
+    waves_per_sm, block_size, occupancy_limit (which resource allows the fewest blocks
+    per SM, ties all named)}} for the launches whose report has them (absent ones: None)."""
+    names = set(RESOURCE_METRICS.values()) | set(OCCUPANCY_LIMITS)
+    sub = frame[frame["metric"].isin(names)]
+    out = {}
+    for (report, launch), g in sub.groupby(["report", "launch"], sort=False):
+        m = dict(zip(g["metric"], g["value"]))
+        rec = {k: sig(m.get(v), 4) for k, v in RESOURCE_METRICS.items()}
+        lim = {OCCUPANCY_LIMITS[k]: float(v) for k, v in m.items() if k in OCCUPANCY_LIMITS and v is not None and not pd.isna(v)}
+        if lim:
+            low = min(lim.values())
+            rec["occupancy_limit"] = " = ".join(k for k, v in lim.items() if v == low)
+            rec["blocks_per_sm"] = int(low)
+        else:
+            rec["occupancy_limit"], rec["blocks_per_sm"] = None, None
+        out[sid(report, launch)] = rec
+    return out
+
+
+def top_stalls(rec: dict, n: int = 2) -> list[list]:
+    """The ``n`` largest stall reasons of a summary record: [[reason, warps per issued
+    instruction], ...], 'selected' (the issuing warp, not a stall) left out."""
+    st = {k: v for k, v in (rec.get("stalls") or {}).items()
+          if k not in NOT_A_STALL and _none(v) is not None}
+    return [[k, st[k]] for k in sorted(st, key=lambda k: -st[k])[:n]]
+
+
+def fa2_meaningful(rec: dict) -> bool:
+    """% of FA2 compares one attention launch with FA2's: it means something for the
+    dominant launch of a report (its attention kernel), not for a fill or copy launch."""
+    return bool(rec.get("dominant")) and _none(rec.get("pct_of_fa2")) is not None
+
+
+def verdict(order: list[str], recs: dict[str, dict], limit: dict[str, dict]) -> list[dict]:
+    """One row per report: its dominant launch (largest time share) with its duration, %
+    of its binding roof, what bounds it (speed of light and roofline), top two stalls and
+    % of FA2 where that means something. ``order``: sids in series order."""
+    out = []
+    for s in order:
+        r = recs[s]
+        if not r.get("dominant"):
+            continue
+        lim = limit.get(s, {})
+        out.append({"sid": s, "report": r["report"], "duration_ns": r.get("duration_ns"),
+                    "time_share": r.get("time_share"),
+                    "flops_kind": r.get("flops_kind"), "tflops": r.get("tflops"),
+                    "roof": lim.get("roof"), "pct_of_roof": sig(lim.get("pct_of_roof"), 4),
+                    "sol_bound": lim.get("sol_bound"), "bound": lim.get("bound"),
+                    "compute_pct": sig(lim.get("compute_pct"), 4), "memory_pct": sig(lim.get("memory_pct"), 4),
+                    "memory_unit": lim.get("memory_unit"),
+                    "stalls": top_stalls(r), "pct_of_fa2": r.get("pct_of_fa2") if fa2_meaningful(r) else None})
+    return out

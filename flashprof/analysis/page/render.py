@@ -49,8 +49,7 @@ def _prov_mark(p) -> str:
 
 
 # --------------------------------------------------------------------------- header
-def header_html(data: dict) -> str:
-    meta = data["meta"]
+def _report_rows(data: dict) -> list[str]:
     rows = []
     for h in data["reports"]:
         clock = "\u2013"
@@ -68,8 +67,7 @@ def header_html(data: dict) -> str:
                                              + (" <span class=warn>(dirty)</span>" if h.get("git_dirty") else ""))
         lacks = "<span class=ok>nothing</span>"
         if h["missing"]:
-            lacks = (f"<span class=warn>{E(', '.join(h['missing']))}</span><br>"
-                     "<code class=hint>" + E(h["collect_hint"]).replace(" --", "<br>&nbsp;&nbsp;--") + "</code>")
+            lacks = f"<span class=warn>{E(', '.join(h['missing']))}</span>" + _hint(h["collect_hint"])
         rows.append(
             f"<tr><td><b>{E(h['report'])}</b><br><span class=dim>{E(h['title'] or h['file'])}"
             f"{(DOT + E(h['target'])) if h.get('target') else ''}</span></td>"
@@ -81,19 +79,94 @@ def header_html(data: dict) -> str:
             f"<td>{E(', '.join(h['shape'] or ['not recorded']))}<br><span class=dim>{E(', '.join(h['dtype'] or ['dtype not recorded']))}</span></td>"
             f"<td>{h['launches']}</td><td>{git}<br><span class=dim>{E(str(h.get('created') or ''))[:16]}</span></td>"
             f"<td class=lacks>{lacks}</td></tr>")
+    return rows
+
+
+def header_html(data: dict) -> str:
+    meta = data["meta"]
     gpus = sorted({g for h in data["reports"] for g in (h["gpu"] or [])})
     ceil = (f"measured roofs from ceilings.json ({E(meta['ceilings_gpu'])})" if meta["ceilings"]
             else "no ceilings.json beside these reports (theoretical roofs only; <code>make ceilings</code> measures them)")
     return (f"<header><h1>flashprof report \u00b7 <span class=folder>{E(meta['folder_name'])}</span></h1>"
             f"<p class=sub>{meta['reports']} report(s), {meta['launches']} launch(es) on {E(', '.join(gpus) or 'unknown GPU')}"
-            f" \u00b7 {ceil} \u00b7 made {E(meta['created'])} by flashprof {E(meta['flashprof'])} from "
-            f"<code>{E(meta['folder'])}</code> \u00b7 self-contained: opens offline in any browser</p>"
-            f"<nav><a href='#reports'>reports</a> <a href='#summary'>summary</a> <a href='#compare'>compare</a> "
-            f"<a href='#roofline'>roofline</a> <a href='#stalls'>stalls &amp; pipes</a> <a href='#launch'>launch detail &amp; source</a></nav></header>"
-            f"<section id=reports><h2>Reports: where and how they were profiled, and what they lack</h2>"
+            f" \u00b7 {ceil} \u00b7 made {E(meta['created'])} by flashprof {E(meta['flashprof'])} \u00b7 self-contained, offline</p>"
+            f"<nav><a href='#verdict'>verdict</a> <a href='#summary'>summary</a> <a href='#compare'>compare</a> "
+            f"<a href='#roofline'>roofline</a> <a href='#stalls'>stalls &amp; pipes</a> <a href='#launch'>launch detail &amp; source</a> "
+            f"<a href='#reports'>reports (provenance)</a></nav></header>")
+
+
+def reports_html(data: dict) -> str:
+    """The provenance table, collapsed, at the bottom of the page."""
+    meta = data["meta"]
+    return (f"<section id=reports><details><summary><h2>Reports: where and how they were profiled, and what they lack "
+            f"({len(data['reports'])})</h2></summary>"
+            f"<p class=note>From <code>{E(meta['folder'])}</code>.</p>"
             f"<div class=scroll><table class=meta><thead><tr><th>report</th><th>GPU</th><th>driver</th><th>Nsight Compute</th>"
             f"<th>SM clock (profiled)</th><th>shape, dtype</th><th>launches</th><th>git revision</th>"
-            f"<th>lacks (null values) \u2192 ncu options that collect it</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div></section>")
+            f"<th>lacks (null values) \u2192 ncu options that collect it</th></tr></thead><tbody>{''.join(_report_rows(data))}</tbody></table></div>"
+            f"</details></section>")
+
+
+def _hint(hint: str) -> str:
+    """The collect hint, one short line: the section names only; the whole command on click."""
+    sections = [w for w in hint.split() if w not in ("ncu", "--section")]
+    short = ", ".join(sections[:3]) + (f" +{len(sections) - 3}" if len(sections) > 3 else "")
+    return (f"<details class=hint><summary>collect: {E(short)}</summary><code>{E(hint)}</code></details>")
+
+
+# --------------------------------------------------------------------------- verdict
+ROOF_NAMES = {"compute": "compute roof", "L1": "L1 roof", "L2": "L2 roof", "DRAM": "DRAM roof",
+              "shared memory": "shared-memory roof"}
+BOUND_CLASS = {"compute": "b-comp", "memory": "b-mem", "latency": "b-lat"}
+
+
+def verdict_html(data: dict) -> str:
+    """The first screen: per report its dominant launch and what bounds it."""
+    info = {x["sid"]: x for x in data["launches"]}
+    rows = []
+    for v in data["verdict"]:
+        x = info[v["sid"]]
+        roof = "\u2013"
+        if v["roof"]:
+            roof = (f"<b>{_num(v['pct_of_roof'], 3)} %</b> of its {E(ROOF_NAMES.get(v['roof'], v['roof']))}"
+                    f"<br><span class=dim>{_num(v['tflops'], 4)} TFLOP/s {E(str(v['flops_kind'] or ''))}</span>")
+        bound = (f"<span class='bound {BOUND_CLASS.get(v['sol_bound'], '')}'>{E(v['sol_bound'] or 'unknown')}</span>"
+                 f"<br><span class=dim>SM {_num(v['compute_pct'], 3)} % \u00b7 memory {_num(v['memory_pct'], 3)} %"
+                 f"{(' (' + E(v['memory_unit']) + ')') if v['memory_unit'] else ''}</span>")
+        stalls = ", ".join(f"{E(k)} {_num(val, 3)}" for k, val in v["stalls"]) or "\u2013"
+        share = "" if v["time_share"] is None or v["time_share"] >= 0.9995 else \
+            f"<br><span class=dim>{_num(100 * v['time_share'], 3)} % of its report</span>"
+        fa2 = "" if v["pct_of_fa2"] is None else f"{_num(v['pct_of_fa2'], 3)} %"
+        rows.append(f"<tr data-sid='{E(v['sid'])}'><td><span class=swatch style='background:{x['color']}'></span><b>{E(x['label'])}</b>"
+                    f"<br><span class='dim kern' title='{E(str(x['kernel']))}'>{E(str(x['kernel'])[:48])}</span></td>"
+                    f"<td>{E(str(x.get('gpu') or DASH)).replace('NVIDIA ', '')}</td>"
+                    f"<td class=num data-v='{_sortval(v['duration_ns'])}'>{_dur(v['duration_ns'])}{share}</td>"
+                    f"<td>{roof}</td><td>{bound}</td><td>{stalls}</td><td class=num>{fa2}</td></tr>")
+    any_fa2 = any(v["pct_of_fa2"] is not None for v in data["verdict"])
+    if not any_fa2:
+        rows = [r.replace("<td class=num></td></tr>", "</tr>") for r in rows]
+    head = ("<th>dominant launch of each report</th><th>GPU</th><th>duration</th><th>% of its binding roof</th>"
+            "<th title='Nsight Compute speed of light: SM (compute) vs memory throughput, % of peak; latency when neither reaches 60 %'>"
+            "bound by (speed of light)</th><th title='warps per issued instruction'>top two stalls</th>"
+            + ("<th title='100 x FA2 duration / duration, attention launches only'>% of FA2</th>" if any_fa2 else ""))
+    return (f"<section id=verdict><h2>Verdict: what each report's dominant launch achieves and what bounds it</h2>"
+            f"<table id=verdict-table class=verdict><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            f"<p class=note>Dominant = the launch with the largest share of its report's time. Binding roof: the lowest of "
+            f"the compute roof and intensity \u00d7 bandwidth at each memory level on the launch's FLOP-kind roofline. Bound by: "
+            f"Nsight Compute's speed of light, <code>sm__throughput</code> against <code>gpu__compute_memory_throughput</code> "
+            f"(% of peak; the busiest memory unit in brackets); below 60 % on both, latency bound. Stalls: warps per issued "
+            f"instruction. Click a row for the launch's detail.</p></section>")
+
+
+def _dur(ns) -> str:
+    """A duration with a unit that keeps 3-4 significant digits: 1.82 \u00b5s, 6.20 ms."""
+    if not isinstance(ns, (int, float)) or not math.isfinite(ns):
+        return "\u2013"
+    if ns >= 1e6:
+        return f"{ns / 1e6:.3g} ms" if ns < 1e8 else f"{ns / 1e9:.3g} s"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.3g} \u00b5s"
+    return f"{ns:.3g} ns"
 
 
 # --------------------------------------------------------------------------- summary table
@@ -150,6 +223,8 @@ def summary_html(data: dict) -> str:
                 v = field(r)
             elif field == "_share":
                 v = x.get("time_share")
+            elif field == "pct_of_fa2":
+                v = r.get(field) if r.get("dominant") else None  # a fill/copy launch is no attention launch
             else:
                 v = r.get(field)
             if field == "flops_kind":
@@ -280,6 +355,11 @@ tr.more td{font-size:12px;border-bottom:none}tr.grp td{background:#f4f6fa;font-w
 td.sass{font-family:monospace;font-size:12px;white-space:pre}td.off{font-family:monospace;color:#666;font-size:11.5px}
 .legend span.k{display:inline-block;margin:2px 10px 2px 0;font-size:11.5px}.legend i{display:inline-block;width:10px;height:10px;margin-right:3px;vertical-align:middle}
 .pairs{display:flex;flex-wrap:wrap;gap:18px}.pair{flex:0 1 560px;max-height:720px;overflow-y:auto}.pair h3{font-size:13.5px}
+table.verdict{font-size:13.5px}table.verdict td{padding:5px 10px}table.verdict tbody tr{cursor:pointer}
+table.verdict tbody tr:hover td{background:#eef4fb}.bound{font-weight:600;padding:0 5px;border-radius:3px}
+.b-comp{background:#e3f2e6;color:#1b6b2f}.b-mem{background:#e3ecfa;color:#1f4f9a}.b-lat{background:#fdeedd;color:#9a4c00}
+details.hint summary{cursor:pointer;color:#2a5db0;font-size:11.5px}details.hint code{white-space:normal}
+#reports>details>summary{cursor:pointer}#reports>details>summary h2{display:inline;border:none}
 .reg{color:#c62828;font-weight:600}.better{color:#2b8a3e}.worse{color:#c62828}details{margin:8px 0}
 """
 
@@ -416,6 +496,8 @@ if (sel && sel.options.length) {
     sel.value = tr.dataset.sid; drawLaunch(tr.dataset.sid); $('launch').scrollIntoView({behavior:'smooth'}); }));
   drawLaunch(sel.value);
 }
+document.querySelectorAll('#verdict-table tbody tr').forEach(tr => tr.addEventListener('click', () => {
+  if (!sel) return; sel.value = tr.dataset.sid; drawLaunch(tr.dataset.sid); $('launch').scrollIntoView({behavior:'smooth'}); }));
 document.body.dataset.ready = '1';
 })();
 """
@@ -425,8 +507,8 @@ def page(data: dict) -> str:
     """The whole page: one string, plotly inlined once."""
     from plotly.offline import get_plotlyjs
     title = f"flashprof report: {data['meta']['folder_name']}"
-    body = (header_html(data) + summary_html(data) + compare_html(data) + roofline_html(data)
-            + overview_html(data) + launch_html(data))
+    body = (header_html(data) + verdict_html(data) + summary_html(data) + compare_html(data) + roofline_html(data)
+            + overview_html(data) + launch_html(data) + reports_html(data))
     return ("<!DOCTYPE html><html lang=en><head><meta charset='utf-8'>"
             f"<meta name=viewport content='width=device-width, initial-scale=1'><title>{E(title)}</title>"
             f"<style>{CSS}</style><script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
