@@ -95,11 +95,17 @@ def test_durations_dominant_and_stalls_match_raw_metrics(h200_page):
 def test_roofline_one_trace_per_launch_with_provenance_in_hover(h200_page):
     data = blob(h200_page)
     recs = {f"{r['report']}#{r['launch']}": r for r in data["summary"]}
-    on_chart = {s for s, r in recs.items() if r["flops_kind"] and r["tflops"]}
+    # every launch with a FLOP rate, but those under 1 % of their report's time (fill kernels)
+    on_chart = {s for s, r in recs.items() if r["flops_kind"] and r["tflops"] and r["time_share"] >= 0.01}
+    off = {o["sid"] for o in data["roofline"]["off_chart"]}
+    assert {s for s, r in recs.items() if r["flops_kind"] and r["tflops"] and r["time_share"] < 0.01} <= off
+    assert "flex_attention-attention#0" in off  # the 1.8 us fill kernel no longer gets a whole FP16 chart
     seen = []
     for chart in data["roofline"]["charts"]:
         traces = [t for t in chart["figure"]["data"] if (t.get("meta") or {}).get("role") == "launch"]
         assert [t["meta"]["sid"] for t in traces] == chart["launches"]
+        assert [t["legendrank"] for t in traces] == sorted(t["legendrank"] for t in traces)  # legend = trace order
+        assert chart["launches"] == [x["sid"] for x in data["launches"] if x["sid"] in chart["launches"]]  # series order
         for t in traces:
             r = recs[t["meta"]["sid"]]
             assert r["flops_kind"] == chart["kind"]
@@ -261,3 +267,26 @@ def test_verdict_first_from_raw_metrics(h200_page):
     fa2 = summary["flex_attention-attention#0"]["pct_of_fa2"]
     assert f"{fa2:,.0f}" not in row and f"{fa2:.3g}" not in row  # ... the page does not show it
     assert not flex_fill["dominant"]
+
+
+def test_series_order_and_stall_overview_by_size(h200_page):
+    data = blob(h200_page)
+    reports = list(dict.fromkeys(x["report"] for x in data["launches"]))
+    series = [f"kernel{i}" for i in range(1, 8)] + ["ref", "cudnn"]
+    assert reports[:9] == series and sorted(reports[9:]) == reports[9:]
+    colors = [next(x["color"] for x in data["launches"] if x["report"] == r) for r in series]
+    assert len(set(colors)) == 9  # one distinct colour per series kernel and anchor
+    summary = summary_json(H200)
+    big = [r for r in summary if r["time_share"] >= 0.01]
+    fig = data["overview"]["stalls"]
+    traces = [t for t in fig["data"] if t["meta"]["role"] == "reason"]
+    assert len(traces[0]["y"]) == len(big)  # the 1.8 us fill kernels are not on the chart
+    total = {}
+    for r in big:
+        for k, v in r["stalls"].items():
+            if v is not None:
+                total[k] = total.get(k, 0.0) + v
+    want = sorted((k for k in total if k != "selected"), key=lambda k: -total[k])
+    got = [t["meta"]["reason"] for t in traces if t["meta"]["reason"] != "selected"]
+    assert got[:5] == want[:5]
+    assert traces[-1]["meta"]["reason"] == "selected"  # the issuing warp last: not a stall

@@ -92,7 +92,7 @@ def test_page_renders_in_chromium(driver, page, tmp_path):
           svg: div.querySelectorAll('.scatterlayer .trace').length}));""")
     want: dict[str, set] = {}
     for r in summary:
-        if r["flops_kind"] and r["tflops"]:
+        if r["flops_kind"] and r["tflops"] and r["time_share"] >= 0.01:  # fill kernels stay off the charts
             want.setdefault(r["flops_kind"], set()).add(f"{r['report']}#{r['launch']}")
     got: dict[str, list] = {}
     for c in drawn:
@@ -126,3 +126,46 @@ def test_page_renders_in_chromium(driver, page, tmp_path):
     assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
     errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
     assert not errors, errors
+
+
+BOXES = """
+    return Array.from(document.querySelectorAll('.chart')).filter(d => d.offsetParent !== null && d.querySelector('.main-svg'))
+      .map(d => { const b = d.getBoundingClientRect(), p = d.querySelector('.main-svg').getBoundingClientRect();
+        return {id: d.id, box: [b.left + scrollX, b.top + scrollY, b.right + scrollX, b.bottom + scrollY],
+                plot: [p.left + scrollX, p.top + scrollY, p.right + scrollX, p.bottom + scrollY]}; });"""
+
+
+def _overlap(a, b) -> float:
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    return w * h if w > 0 and h > 0 else 0.0
+
+
+def test_charts_never_overlap_on_resize_and_zoom(driver, page):
+    """Resize the window and zoom the page: every plot stays inside its own chart box and no
+    two chart boxes overlap (their bounding rectangles, page coordinates)."""
+    import time
+    from selenium.webdriver.support.ui import WebDriverWait
+    driver.set_window_size(1600, 1400)
+    driver.get(page.as_uri())
+    WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
+    checked = []
+    for size, zoom in (((1600, 1400), 1), ((900, 700), 1), ((600, 900), 1), ((1600, 1400), 1.5), ((1200, 800), 0.67),
+                       ((1600, 1400), 1)):
+        driver.set_window_size(*size)
+        driver.execute_script(f"document.body.style.zoom = '{zoom}'; window.dispatchEvent(new Event('resize'));")
+        time.sleep(1.2)  # plotly's responsive relayout is debounced
+        boxes = driver.execute_script(BOXES)
+        assert len(boxes) >= 4, boxes
+        for b in boxes:
+            x0, y0, x1, y1 = b["box"]
+            px0, py0, px1, py1 = b["plot"]
+            assert y1 - y0 >= 150, (size, zoom, b)  # never collapsed to a sliver
+            assert py0 >= y0 - 1 and py1 <= y1 + 1, (size, zoom, b)  # the plot inside its box, top to bottom
+        for i, a in enumerate(boxes):
+            for c in boxes[i + 1:]:
+                assert _overlap(a["box"], c["box"]) == 0, (size, zoom, a, c)
+        checked.append((size, zoom, len(boxes)))
+    assert len(checked) == 6
+    driver.execute_script("document.body.style.zoom = '1'")
+    driver.set_window_size(1600, 1400)

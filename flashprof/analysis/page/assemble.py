@@ -28,6 +28,13 @@ from flashprof.analysis.stages.summary import jsonable
 SOURCE_MAX_LAUNCHES = 12
 # the overview charts show at most this many launches (the longest first)
 OVERVIEW_MAX = 60
+# launches under this share of their report's time (fill, copy kernels) stay off the
+# overview and roofline charts (they would set the scale); the tables still list them
+MIN_SHARE = 0.01
+# the page's own colours for the series: seven distinct hues (the static figures keep
+# their viridis ramp); FA2 black and cuDNN red stay the anchors'
+SERIES_COLORS = {"1": "#1f77b4", "2": "#ff7f0e", "3": "#2ca02c", "4": "#9467bd", "5": "#8c564b",
+                 "6": "#e377c2", "7": "#17becf"}
 
 
 def _sidecar(path) -> dict:
@@ -43,7 +50,7 @@ def page_data(inp, records: list[dict], log=print) -> dict:
     L = launch_table(roof if len(roof) else ident)
     grids = D.grid_shapes(frame)
     label = {s: lab for s, lab in zip(L["sid"], L["label"])}
-    color = {s: to_hex(c) for s, c in zip(L["sid"], L["color"])}
+    color = {s: SERIES_COLORS.get(str(k), to_hex(c)) for s, c, k in zip(L["sid"], L["color"], L["key"])}
     order = list(L["sid"])
     dominant = D.mark_dominant(records)
     share = D.time_shares(records)
@@ -78,9 +85,18 @@ def page_data(inp, records: list[dict], log=print) -> dict:
     for p in points:
         p["label"], p["color"] = info.get(p["sid"], {}).get("label", p["sid"]), color.get(p["sid"], "#888888")
         p["shape"] = p["shape"] or grids.get(p["sid"])
+    rank = {s: i for i, s in enumerate(order)}
+    points.sort(key=lambda p: rank.get(p["sid"], len(rank)))  # legends in series order
     charts, off_chart = [], []
     by_chart: dict[tuple, list[dict]] = {}
     for p in points:
+        sh = share.get(p["sid"])
+        if sh is not None and sh < MIN_SHARE:
+            off_chart.append({"sid": p["sid"], "label": p["label"],
+                              "why": f"{100 * sh:.2g} % of its report's time"
+                                     + (f" ({p['duration_ns'] / 1e3:.3g} \u00b5s)" if p.get("duration_ns") else "") + ": "
+                                     f"left off the charts (under {100 * MIN_SHARE:.0f} %)"})
+            continue
         if p["kind"] is None or not p["levels"]:
             why = (recs_by_sid.get(p["sid"], {}).get("provenance") or {}).get("tflops")
             off_chart.append({"sid": p["sid"], "label": p["label"],
@@ -103,7 +119,8 @@ def page_data(inp, records: list[dict], log=print) -> dict:
     # ---- stalls and pipes
     stall_bars = D.stall_bars(inp.stall)
     pipe_bars = D.pipe_bars(inp.pipe)
-    longest = sorted(order, key=lambda s: -(recs_by_sid[s].get("duration_ns") or 0))[:OVERVIEW_MAX]
+    big = [s for s in order if share.get(s) is None or share[s] >= MIN_SHARE]
+    longest = sorted(big, key=lambda s: -(recs_by_sid[s].get("duration_ns") or 0))[:OVERVIEW_MAX]
     shown = [s for s in order if s in set(longest)]
     ov_labels = [info[s]["label"] + (" \u2605" if info[s]["dominant"] else "") for s in shown]
     with_stalls = [s for s in shown if stall_bars.get(s, {}).get("reasons")]
@@ -113,7 +130,7 @@ def page_data(inp, records: list[dict], log=print) -> dict:
         if with_stalls else None,
         "pipes": F.compact(F.pipe_overview([ov_labels[shown.index(s)] for s in with_pipes], with_pipes, pipe_bars))
         if with_pipes else None,
-        "of": len(order), "shown": len(shown)}
+        "of": len(order), "shown": len(shown), "small": len(order) - len(big), "min_share": MIN_SHARE}
 
     # ---- source views
     sampled = D.has_pc_sampling(frame)

@@ -36,9 +36,18 @@ BASE_LAYOUT = dict(template="plotly_white", font=dict(family="DejaVu Sans, Arial
 
 
 def _fmt(v, unit: str = "", digits: int = 4) -> str:
+    """``digits`` significant digits, never in exponent form between 1e-4 and 1e9
+    (186,300 rather than 1.863e+05); outside that range the exponent stays."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "n/a"
-    return f"{v:.{digits}g}{unit}"
+    a = abs(v)
+    if a == 0 or not (1e-4 <= a < 1e9):
+        return f"{v:.{digits}g}{unit}"
+    if a >= 10 ** digits:
+        return f"{float(f'{v:.{digits}g}'):,.0f}{unit}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(a)))
+    text = f"{v:.{decimals}f}"
+    return (text.rstrip("0").rstrip(".") if "." in text else text) + unit
 
 
 def _prov(p) -> str:
@@ -135,12 +144,12 @@ def roofline_figure(points: list[dict], roofs: dict, kind: str, gpu: str, *, hei
                                  hovertemplate=f"{name}{pct}<extra>measured roof</extra>",
                                  meta={"role": "measured", "roof": m["roof"]}))
     # ---- one trace per launch
-    for p in points:
+    for i, p in enumerate(points):  # in the caller's (series) order; the legend keeps it
         order = sorted(p["levels"], key=lambda lv: lv["ai"])
         est = p.get("estimated")
         fig.add_trace(go.Scatter(
             x=[lv["ai"] for lv in order], y=[p["flops"] / TF] * len(order), mode="lines+markers",
-            name=p["label"] + (" (FLOP/s estimated)" if est else ""), legendgroup="launches", legendrank=1000,
+            name=p["label"] + (" (FLOP/s estimated)" if est else ""), legendgroup="launches", legendrank=1000 + i,
             legendgrouptitle_text="launches (hover a point)",
             line=dict(color=p["color"], width=1.6, dash="dash" if est else "solid"),
             marker=dict(symbol=[LEVEL_SYMBOLS.get(lv["level"], "circle") + ("-open" if est else "") for lv in order],
@@ -162,12 +171,14 @@ def roofline_figure(points: list[dict], roofs: dict, kind: str, gpu: str, *, hei
 
 
 def stall_overview(labels: list[str], sids: list[str], bars: dict[str, dict]) -> go.Figure:
-    """Stacked horizontal bars: warps per issued instruction by reason, one bar per launch."""
-    reasons = []
+    """Stacked horizontal bars: warps per issued instruction by reason, one bar per launch;
+    reasons largest first (summed over the launches shown), so the legend starts with them."""
+    total: dict[str, float] = {}
     for s in sids:
-        for r in bars.get(s, {}).get("reasons", []):
-            if r not in reasons:
-                reasons.append(r)
+        b = bars.get(s, {"reasons": [], "per_issue": []})
+        for r, v in zip(b["reasons"], b["per_issue"]):
+            total[r] = total.get(r, 0.0) + (v or 0.0)
+    reasons = sorted(total, key=lambda r: (r == "selected", -total[r]))
     fig = go.Figure()
     for r in reasons:
         vals = []
@@ -177,11 +188,11 @@ def stall_overview(labels: list[str], sids: list[str], bars: dict[str, dict]) ->
         fig.add_trace(go.Bar(y=labels, x=vals, name=r + (" (issuing, not a stall)" if r == "selected" else ""),
                              orientation="h", marker_color=REASON_COLORS.get(r, "#cccccc"),
                              hovertemplate=f"{r}: %{{x:.3g}} warps per issued instruction<extra>%{{y}}</extra>",
-                             meta={"role": "reason", "reason": r}))
+                             legendrank=len(fig.data) + 1, meta={"role": "reason", "reason": r}))
     fig.update_layout(**BASE_LAYOUT, barmode="stack", height=max(260, 70 + 24 * len(labels)),
                       title=dict(text="Warp states per issued instruction (smsp__average_warps_issue_stalled_*_per_issue_active)", x=0.01, font_size=13),
                       xaxis_title="warps per issued instruction", yaxis=dict(autorange="reversed", automargin=True),
-                      legend=dict(font_size=10))
+                      legend=dict(font_size=10, traceorder="normal"))
     return fig
 
 

@@ -292,10 +292,14 @@ def roofline_html(data: dict) -> str:
 def overview_html(data: dict) -> str:
     ov = data["overview"]
     note = "" if ov["shown"] == ov["of"] else f" ({ov['shown']} longest of {ov['of']} launches)"
+    small = (f"<p class=note>{ov['small']} launch(es) under {100 * ov['min_share']:.0f} % of their report's time "
+             f"(fill and copy kernels) are left out of these charts and the rooflines; the summary table lists them.</p>"
+             if ov.get("small") else "")
     parts = [f"<section id=stalls><h2>Stall reasons and pipe utilisation, every launch{E(note)}</h2>",
              "<p class=note>Stall ratios are per <i>issued instruction</i>: summed over reasons (with \u2018selected\u2019, the warp "
              "that issues) they are the average warp latency per instruction. A kernel that issues fewer instructions "
-             "raises every ratio without stalling more: compare total work in the compare view (inst_executed).</p>"]
+             "raises every ratio without stalling more: compare total work in the compare view (inst_executed). "
+             "Reasons largest first.</p>" + small]
     parts.append("<div class=chart id=stall-overview></div>" if ov["stalls"] else
                  "<p class=warn>No stall reasons in these reports (ncu --section WarpStateStats).</p>")
     parts.append("<div class=chart id=pipe-overview></div>" if ov["pipes"] else
@@ -348,7 +352,7 @@ td.lacks{max-width:420px}.note{color:#555;font-size:12.5px;max-width:1200px}.con
 .controls select,.controls input{font-size:13px;padding:2px 4px;margin-right:8px}
 .prov{font-size:9.5px;border-radius:3px;padding:0 3px;vertical-align:super;cursor:help}.prov.der{background:#e3ecfa;color:#2a5db0}
 .prov.est{background:#ffe3cc;color:#a04000}.swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px}
-.chart{width:100%;min-height:240px}.row{display:flex;gap:12px;flex-wrap:wrap}.chart.half{flex:1 1 560px;width:auto}
+.chart{width:100%;min-height:60px;position:relative;overflow:hidden}.row{display:flex;gap:12px;flex-wrap:wrap}.chart.half{flex:1 1 560px;width:auto}
 .facts{font-size:13px;margin:6px 0}.hottest{background:#fff3e0;padding:6px 8px;border-left:4px solid #e6550d;font-size:13px}
 .bar{display:inline-flex;width:220px;height:11px;background:#f1f1f1;vertical-align:middle}.bar span{height:100%}
 tr.more td{font-size:12px;border-bottom:none}tr.grp td{background:#f4f6fa;font-weight:600;border-top:2px solid #dde3ec}tr.grp td.loc{font-family:monospace;font-size:12px}
@@ -371,9 +375,16 @@ const $ = id => document.getElementById(id);
 const esc = s => String(s).replace(/[&<>"']/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
 const fmt = (v, d) => (v === null || v === undefined || !isFinite(v)) ? '\u2013' : (Math.abs(v) >= 1e4 ? Math.round(v).toLocaleString('en') : Number(v).toPrecision(d || 3).replace(/\.?0+e/, 'e').replace(/(\.\d*?)0+$/, '$1').replace(/\.$/, ''));
 // ---- charts drawn from their plotly JSON
-for (const c of D.roofline.charts) Plotly.newPlot(c.id, c.figure.data, c.figure.layout, cfg);
-if (D.overview.stalls) Plotly.newPlot('stall-overview', D.overview.stalls.data, D.overview.stalls.layout, cfg);
-if (D.overview.pipes) Plotly.newPlot('pipe-overview', D.overview.pipes.data, D.overview.pipes.layout, cfg);
+// Every chart box gets the figure's height explicitly: plotly's responsive mode then only
+// follows the width, and a resize or zoom can never shrink a box under its plot.
+function plot(id, data, layout, react) {
+  const div = typeof id === 'string' ? $(id) : id, h = layout.height || 450;
+  div.style.height = h + 'px'; div.style.minHeight = '0';
+  return (react ? Plotly.react : Plotly.newPlot)(div, data, layout, cfg);
+}
+for (const c of D.roofline.charts) plot(c.id, c.figure.data, c.figure.layout);
+if (D.overview.stalls) plot('stall-overview', D.overview.stalls.data, D.overview.stalls.layout);
+if (D.overview.pipes) plot('pipe-overview', D.overview.pipes.data, D.overview.pipes.layout);
 // ---- sortable tables
 document.querySelectorAll('table.sortable').forEach(t => {
   t.querySelectorAll('th').forEach((th, i) => th.addEventListener('click', () => {
@@ -432,19 +443,19 @@ function drawLaunch(sid) {
   const st = D.stalls[sid];
   if (st && st.reasons.length) {
     const n = st.reasons.length;
-    Plotly.react('launch-stalls', [{type:'bar', orientation:'h', y:st.reasons.slice().reverse(), x:st.per_issue.slice().reverse(),
+    plot('launch-stalls', [{type:'bar', orientation:'h', y:st.reasons.slice().reverse(), x:st.per_issue.slice().reverse(),
       marker:{color:st.reasons.slice().reverse().map(k => colors[k] || '#ccc')}, hovertemplate:'%{y}: %{x:.3g} warps per issued instruction<extra></extra>'}],
-      Object.assign({}, small, {title:{text:'stall reasons (warps per issued instruction)', font:{size:13}}, height:Math.max(260, 60 + 18 * n)}), cfg);
-  } else { Plotly.purge('launch-stalls'); $('launch-stalls').innerHTML = '<p class=warn>no stall reasons in this report (ncu --section WarpStateStats)</p>'; }
+      Object.assign({}, small, {title:{text:'stall reasons (warps per issued instruction)', font:{size:13}}, height:Math.max(260, 60 + 18 * n)}), true);
+  } else { Plotly.purge('launch-stalls'); $('launch-stalls').style.height = 'auto'; $('launch-stalls').innerHTML = '<p class=warn>no stall reasons in this report (ncu --section WarpStateStats)</p>'; }
   const pp = D.pipes[sid];
   if (pp && pp.pct.some(v => v !== null)) {
     const y = pp.names.map((n, i) => n + (pp.provenance[i] && pp.provenance[i] !== 'exact' ? ' (' + pp.provenance[i] + ')' : ''));
     const mix = pp.mix.length ? 'top opcodes: ' + pp.mix.slice(0, 6).map(([o, s]) => `${o} ${fmt(100 * s, 2)}%`).join(', ') : '';
-    Plotly.react('launch-pipes', [{type:'bar', orientation:'h', y:y.slice().reverse(), x:pp.pct.slice().reverse(), marker:{color:'#4a7fc1'},
+    plot('launch-pipes', [{type:'bar', orientation:'h', y:y.slice().reverse(), x:pp.pct.slice().reverse(), marker:{color:'#4a7fc1'},
       hovertemplate:'%{y}: %{x:.3g} % of peak<extra></extra>'}],
       Object.assign({}, small, {title:{text:'pipe utilisation (% of peak)', font:{size:13}}, xaxis:{range:[0, 100]}, height:300,
-      annotations: mix ? [{text:esc(mix), xref:'paper', yref:'paper', x:0, y:-0.22, showarrow:false, font:{size:10}, xanchor:'left'}] : []}), cfg);
-  } else { Plotly.purge('launch-pipes'); $('launch-pipes').innerHTML = '<p class=warn>no pipe utilisation in this report (ncu --section ComputeWorkloadAnalysis)</p>'; }
+      annotations: mix ? [{text:esc(mix), xref:'paper', yref:'paper', x:0, y:-0.22, showarrow:false, font:{size:10}, xanchor:'left'}] : []}), true);
+  } else { Plotly.purge('launch-pipes'); $('launch-pipes').style.height = 'auto'; $('launch-pipes').innerHTML = '<p class=warn>no pipe utilisation in this report (ncu --section ComputeWorkloadAnalysis)</p>'; }
   drawSource(sid);
 }
 function bar(by, reasons, total) {
