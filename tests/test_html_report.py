@@ -263,7 +263,7 @@ def test_verdict_first_from_raw_metrics(h200_page):
     # a fill kernel of the FlexAttention report is not an attention launch: no % of FA2 anywhere on the page
     flex_fill = next(x for x in data["launches"] if x["sid"] == "flex_attention-attention#0")
     assert summary["flex_attention-attention#0"]["pct_of_fa2"] is not None  # the summary has one ...
-    row = re.search(r"<tr data-sid='flex_attention-attention#0'[^>]*>(.*?)</tr>", body, re.S).group(1)
+    row = re.search(r"<tr data-i='\d+' data-sid='flex_attention-attention#0'[^>]*>(.*?)</tr>", body, re.S).group(1)
     fa2 = summary["flex_attention-attention#0"]["pct_of_fa2"]
     assert f"{fa2:,.0f}" not in row and f"{fa2:.3g}" not in row  # ... the page does not show it
     assert not flex_fill["dominant"]
@@ -290,3 +290,24 @@ def test_series_order_and_stall_overview_by_size(h200_page):
     got = [t["meta"]["reason"] for t in traces if t["meta"]["reason"] != "selected"]
     assert got[:5] == want[:5]
     assert traces[-1]["meta"]["reason"] == "selected"  # the issuing warp last: not a stall
+
+
+def test_summary_table_key_columns_carry_the_summary_numbers(h200_page):
+    text = h200_page.read_text()
+    table = text[text.index("<table id=summary-table"):]
+    table = table[:table.index("</table>")]
+    summary = {f"{r['report']}#{r['launch']}": r for r in summary_json(H200)}
+    rows = re.findall(r"<tr data-i='\d+' data-sid='([^']+)'[^>]*>(.*?)</tr>", table, re.S)
+    assert sorted(s for s, _ in rows) == sorted(summary)
+    for sid, cells in rows:
+        vals = re.findall(r"<td class='num (?:key|x)' data-v='([^']*)'>", cells)
+        assert float(vals[0]) == summary[sid]["duration_ns"]  # the sort key is the exact summary value
+        assert float(vals[1]) == pytest.approx(100 * summary[sid]["time_share"])
+    heads = re.findall(r"<th class=(key|x) title='[^']*'>([^<]*)</th>", table)
+    keys = [h for k, h in heads if k == "key"]
+    assert keys[:5] == ["", "launch", "duration", "bound by", "top stall"]
+    assert {"% of FA2", "tensor pipe %", "FP32 pipe %"} <= set(keys) and "AI L1" not in keys
+    # '% of peak' and '% measured' agree on the H200 (same clock): one column, not two
+    r = summary["kernel7#0"]
+    assert abs(100 * r["tflops"] / r["peak_tflops"] - r["pct_of_measured_peak"]) < 0.01 * r["pct_of_measured_peak"]
+    assert "% measured" not in [h for _k, h in heads]

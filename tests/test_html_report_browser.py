@@ -169,3 +169,33 @@ def test_charts_never_overlap_on_resize_and_zoom(driver, page):
     assert len(checked) == 6
     driver.execute_script("document.body.style.zoom = '1'")
     driver.set_window_size(1600, 1400)
+
+
+def test_summary_filter_group_and_columns(driver, page):
+    from selenium.webdriver.support.ui import WebDriverWait
+    driver.get(page.as_uri())
+    WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    summary = json.loads(subprocess.run([sys.executable, "-m", "flashprof", "summary", str(H200), "--format", "json"],
+                                        capture_output=True, text=True, cwd=ROOT, env=env, check=True).stdout)
+    visible = """return Array.from(document.querySelectorAll('#summary-table tbody tr[data-sid]'))
+                 .filter(r => r.offsetParent !== null).map(r => r.dataset.sid);"""
+    heads = """return Array.from(document.querySelectorAll('#summary-table th')).filter(h => h.offsetParent !== null)
+                 .map(h => h.textContent);"""
+    assert sorted(driver.execute_script(visible)) == sorted(f"{r['report']}#{r['launch']}" for r in summary)
+    key = driver.execute_script(heads)
+    assert key[1:5] == ["launch", "duration", "bound by", "top stall"] and "% of FA2" in key and len(key) <= 12
+    assert "AI L1" not in key
+    box = driver.find_element("id", "sum-filter")
+    box.send_keys("flex")
+    want = sorted(f"{r['report']}#{r['launch']}" for r in summary if "flex" in r["report"])
+    assert sorted(driver.execute_script(visible)) == want
+    box.clear()
+    driver.execute_script("const b = document.getElementById('sum-filter'); b.value = ''; b.dispatchEvent(new Event('input'));")
+    driver.find_element("id", "sum-group").click()  # grouped: one row per report until a group is opened
+    shown = driver.execute_script(visible)
+    assert sorted(shown) == sorted(f"{r['report']}#{r['launch']}" for r in summary if r["dominant"])
+    driver.execute_script("document.querySelector(\"#summary-table tr.rgrp[data-report='flex_attention-attention']\").click()")
+    assert len(driver.execute_script(visible)) == len(summary)
+    driver.find_element("id", "sum-more").click()
+    assert "AI L1" in driver.execute_script(heads)

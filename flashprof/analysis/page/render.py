@@ -184,66 +184,136 @@ def _top_stall(r):
     return k, st[k]
 
 
+def _compact(v, digits: int = 3, scale: float = 1.0) -> str:
+    """3 significant digits, large values with a k / M suffix (186k FLOP/B, not 186,322)."""
+    if v is None or isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return DASH
+    x = v * scale
+    for div, suf in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= 10 * div:
+            return f"{x / div:.{digits}g}{suf}"
+    if abs(x) >= 10 ** digits:
+        return f"{x:.0f}"
+    return f"{x:.{digits}g}"
+
+
+# (header, value of (record, launch entry), digits, scale, title, key column?)
+def _field(name):
+    return lambda r, x: r.get(name)
+
+
+def _lim(name):
+    return lambda r, x: (x.get("limiter") or {}).get(name)
+
+
+def _res(name):
+    return lambda r, x: (x.get("resources") or {}).get(name)
+
+
 COLUMNS = [
-    ("duration \u00b5s", "duration_ns", 4, 1e-3, "gpu__time_duration.sum"),
-    ("time share %", "_share", 3, 100, "share of its report's profiled launch time"),
-    ("FLOP kind", "flops_kind", 0, 1, "the launch's largest FLOP kind: its roofline chart"),
-    ("TFLOP/s", "tflops", 4, 1, "FLOP/s of the launch's own kind"),
-    ("% of peak", _pct_peak, 3, 1, "TFLOP/s / the report's own peak of that kind at its clock"),
-    ("% measured", "pct_of_measured_peak", 3, 1, "tensor FLOP/s / measured mma/wgmma peak (ceilings.json)"),
-    ("AI L1", "ai_l1", 3, 1, "FLOP/byte at L1"), ("AI L2", "ai_l2", 3, 1, "FLOP/byte at L2"),
-    ("AI DRAM", "ai_dram", 3, 1, "FLOP/byte at DRAM"), ("AI smem", "ai_smem", 3, 1, "FLOP/byte at shared memory (flashprof level)"),
-    ("tensor %", "tensor_pipe_pct", 3, 1, "tensor pipe % of peak"), ("FMA %", "fma_pipe_pct", 3, 1, "FMA pipe % of peak"),
-    ("ALU %", "alu_pipe_pct", 3, 1, "ALU pipe % of peak"), ("XU %", "xu_pipe_pct", 3, 1, "XU (MUFU) pipe % of peak"),
-    ("LSU %", "lsu_pipe_pct", 3, 1, "LSU pipe % of peak"), ("issue %", "issue_active_pct", 3, 1, "issue slots busy"),
-    ("% of FA2", "pct_of_fa2", 3, 1, "100 x duration(FA2 reference) / duration"),
+    ("time share %", _field("time_share"), 3, 100, "share of its report's profiled launch time", True),
+    ("% of roof", _lim("pct_of_roof"), 3, 1, "achieved FLOP/s / the binding roof at its intensity (stages/limiter.py)", True),
+    ("TFLOP/s", _field("tflops"), 4, 1, "FLOP/s of the launch's own kind", True),
+    ("% of FA2", lambda r, x: r.get("pct_of_fa2") if r.get("dominant") else None, 3, 1,
+     "100 x duration(FA2 reference) / duration; attention launches (the dominant one of a report) only", True),
+    ("tensor pipe %", _field("tensor_pipe_pct"), 3, 1, "tensor pipe % of peak (sm__pipe_tensor_*)", True),
+    ("FP32 pipe %", _field("fma_pipe_pct"), 3, 1, "FMA (FP32) pipe % of peak", True),
+    ("FLOP kind", _field("flops_kind"), 0, 1, "the launch's largest FLOP kind: its roofline chart", False),
+    ("% of peak", lambda r, x: _pct_peak(r), 3, 1, "TFLOP/s / the report's own peak of that kind at its clock", False),
+    ("% measured", _field("pct_of_measured_peak"), 3, 1, "tensor FLOP/s / measured mma/wgmma peak (ceilings.json)", False),
+    ("AI L1", _field("ai_l1"), 3, 1, "FLOP/byte at L1", False), ("AI L2", _field("ai_l2"), 3, 1, "FLOP/byte at L2", False),
+    ("AI DRAM", _field("ai_dram"), 3, 1, "FLOP/byte at DRAM", False),
+    ("AI smem", _field("ai_smem"), 3, 1, "FLOP/byte at shared memory (flashprof level)", False),
+    ("ALU %", _field("alu_pipe_pct"), 3, 1, "ALU pipe % of peak", False),
+    ("XU %", _field("xu_pipe_pct"), 3, 1, "XU (MUFU) pipe % of peak", False),
+    ("LSU %", _field("lsu_pipe_pct"), 3, 1, "LSU pipe % of peak", False),
+    ("issue %", _field("issue_active_pct"), 3, 1, "issue slots busy", False),
+    ("regs/thread", _res("registers_per_thread"), 3, 1, "launch__registers_per_thread", False),
+    ("smem/block KiB", _res("smem_per_block"), 3, 1 / 1024, "launch__shared_mem_per_block (static + dynamic + driver)", False),
+    ("occupancy % (theor.)", _res("theoretical_occupancy_pct"), 3, 1, "sm__maximum_warps_per_active_cycle_pct", False),
+    ("occupancy % (achieved)", _res("achieved_occupancy_pct"), 3, 1, "sm__warps_active.avg.pct_of_peak_sustained_active", False),
+    ("waves/SM", _res("waves_per_sm"), 3, 1, "launch__waves_per_multiprocessor", False),
 ]
-_PROV_FIELD = {"tflops": "tflops", "ai_l1": "ai_l1", "ai_l2": "ai_l2", "ai_dram": "ai_dram", "ai_smem": "ai_smem",
-               "duration_ns": "duration_ns"}
+_PROV_FIELD = {"TFLOP/s": "tflops", "AI L1": "ai_l1", "AI L2": "ai_l2", "AI DRAM": "ai_dram", "AI smem": "ai_smem"}
+
+
+def _same_pct(recs: list[dict]) -> bool:
+    """'% of peak' and '% measured' agree within 1 % everywhere (then one column is enough)."""
+    pairs = [(_pct_peak(r), r.get("pct_of_measured_peak")) for r in recs]
+    pairs = [(a, b) for a, b in pairs if isinstance(a, (int, float)) and isinstance(b, (int, float))]
+    return all(abs(a - b) <= 0.01 * max(abs(a), abs(b), 1e-9) for a, b in pairs)
 
 
 def summary_html(data: dict) -> str:
     info = {x["sid"]: x for x in data["launches"]}
     recs = {f"{r['report']}#{int(r['launch'])}": r for r in data["summary"]}
-    heads = ["", "launch", "kernel", "GPU", "shape \u00b7 dtype"] + [c[0] for c in COLUMNS] + ["top stall", "lacks"]
-    titles = ["\u2605 = dominant launch of its report (longest)", "report #launch", "the kernel's function name", "", ""] + \
-             [c[4] for c in COLUMNS] + ["largest stall reason, warps per issued instruction", "quantities null in this report"]
-    th = "".join(f"<th title='{E(t)}'>{E(h)}</th>" for h, t in zip(heads, titles))
+    cols = [c for c in COLUMNS if not (c[0] == "% measured" and _same_pct(list(recs.values())))]
+    heads = [("", "\u2605 = dominant launch of its report (largest time share)", "key"),
+             ("launch", "report #launch", "key"), ("duration", "gpu__time_duration.sum", "key"),
+             ("bound by", "speed of light: compute (sm__throughput) vs memory (gpu__compute_memory_throughput); "
+              "latency when both < 60 %", "key"),
+             ("top stall", "largest stall reason, warps per issued instruction", "key")]
+    heads += [(c[0], c[4], "key" if c[5] else "x") for c in cols]
+    heads += [("kernel", "the kernel's function name", "x"), ("GPU", "", "x"), ("shape \u00b7 dtype", "", "x"),
+              ("lacks", "quantities null in this report", "x")]
+    th = "".join(f"<th class={k} title='{E(t)}'>{E(h)}</th>" for h, t, k in heads)
+    per_report: dict[str, int] = {}
+    for x in info.values():
+        per_report[x["report"]] = per_report.get(x["report"], 0) + 1
     body = []
-    several = len(info) > len({x["report"] for x in info.values()})  # shade only where it picks one of several
+    shown_group = set()
+    pos = {s: i for i, s in enumerate(info)}
+    first_of = {}
     for s, x in info.items():
+        first_of.setdefault(x["report"], pos[s])
+    rows_order = sorted(info, key=lambda s: (first_of[info[s]["report"]], not info[s]["dominant"], pos[s]))
+    for i, s in enumerate(rows_order):
+        x = info[s]
         r = recs[s]
-        cells = [f"<td data-v='{1 if x['dominant'] else 0}' class=star>{STAR if x['dominant'] else ''}</td>",
-                 f"<td data-v='{E(x['label'])}'><span class=swatch style='background:{x['color']}'></span>{E(x['label'])}</td>",
-                 f"<td data-v='{E(str(r['kernel']))}' title='{E(str(r['kernel']))}' class=kern>{E(str(r['kernel'])[:38])}</td>",
-                 f"<td data-v='{E(str(r.get('gpu')))}'>{E(str(r.get('gpu') or DASH)).replace('NVIDIA ', '')}</td>",
-                 f"<td data-v='{E(str(x.get('shape') or ''))}'>{E(str(x.get('shape') or DASH))} \u00b7 {E(str(r.get('dtype') or DASH))}</td>"]
-        for _h, field, digits, scale, _t in COLUMNS:
-            if callable(field):
-                v = field(r)
-            elif field == "_share":
-                v = x.get("time_share")
-            elif field == "pct_of_fa2":
-                v = r.get(field) if r.get("dominant") else None  # a fill/copy launch is no attention launch
-            else:
-                v = r.get(field)
-            if field == "flops_kind":
-                cells.append(f"<td data-v='{E(str(v or ''))}'>{E(str(v or DASH))}</td>")
-                continue
-            prov = (r.get("provenance") or {}).get(_PROV_FIELD.get(field, ""), "exact") if isinstance(field, str) else None
-            mark = _prov_mark(prov) if _sortval(v) else ""
-            cells.append(f"<td class=num data-v='{_sortval(v, scale)}'>{_num(v, digits, scale)}{mark}</td>")
+        rep = x["report"]
+        if per_report[rep] > 1 and rep not in shown_group:
+            shown_group.add(rep)
+            tot = sum(recs[t].get("duration_ns") or 0 for t, y in info.items() if y["report"] == rep)
+            body.append(f"<tr class=rgrp data-i='{i - 0.5}' data-report='{E(rep)}'><td colspan={len(heads)}><a href='#' class=gtoggle>"
+                        f"\u25b8</a> <b>{E(rep)}</b> \u00b7 {per_report[rep]} launches, {_dur(tot)} in all "
+                        f"<span class=dim>(click to show or hide its other launches)</span></td></tr>")
+        lim = x.get("limiter") or {}
         k, v = _top_stall(r)
-        cells.append(f"<td data-v='{_sortval(v)}'>{E(k or DASH)} {_num(v, 3) if k else ''}</td>")
+        search = " ".join(str(t) for t in (x["label"], r["kernel"], rep, r.get("gpu") or "", lim.get("sol_bound") or ""))
+        cells = [f"<td data-v='{1 if x['dominant'] else 0}' class='star key'>{STAR if x['dominant'] else ''}</td>",
+                 f"<td class=key data-v='{E(x['label'])}'><span class=swatch style='background:{x['color']}'></span>{E(x['label'])}</td>",
+                 f"<td class='num key' data-v='{_sortval(r.get('duration_ns'))}'>{_dur(r.get('duration_ns'))}</td>",
+                 f"<td class=key data-v='{E(lim.get('sol_bound') or '')}'>"
+                 + (f"<span class='bound {BOUND_CLASS.get(lim['sol_bound'], '')}'>{E(lim['sol_bound'])}</span>"
+                    if lim.get("sol_bound") else DASH) + "</td>",
+                 f"<td class=key data-v='{_sortval(v)}'>{E(k or DASH)} {_num(v, 3) if k else ''}</td>"]
+        for head, fn, digits, scale, _t, key in cols:
+            val = fn(r, x)
+            cls = "key" if key else "x"
+            if head == "FLOP kind":
+                cells.append(f"<td class={cls} data-v='{E(str(val or ''))}'>{E(str(val or DASH))}</td>")
+                continue
+            prov = (r.get("provenance") or {}).get(_PROV_FIELD[head], "exact") if head in _PROV_FIELD else None
+            mark = _prov_mark(prov) if _sortval(val) else ""
+            cells.append(f"<td class='num {cls}' data-v='{_sortval(val, scale)}'>{_compact(val, digits if digits < 4 else 3, scale)}{mark}</td>")
+        cells += [f"<td class='x kern' data-v='{E(str(r['kernel']))}' title='{E(str(x.get('kernel_full') or r['kernel']))}'>{E(str(x.get('function') or r['kernel'])[:44])}</td>",
+                  f"<td class=x data-v='{E(str(r.get('gpu')))}'>{E(str(r.get('gpu') or DASH)).replace('NVIDIA ', '')}</td>",
+                  f"<td class=x data-v='{E(str(x.get('shape') or ''))}'>{E(str(x.get('shape') or DASH))} \u00b7 {E(str(r.get('dtype') or DASH))}</td>"]
         lost = r.get("missing") or []
-        cells.append(f"<td data-v='{len(lost)}' title='{E(', '.join(lost))}' class=num>{len(lost) or ''}</td>")
-        body.append(f"<tr data-sid='{E(s)}' class='{'dom' if x['dominant'] and several else ''}'>{''.join(cells)}</tr>")
+        cells.append(f"<td data-v='{len(lost)}' title='{E(', '.join(lost))}' class='num x'>{len(lost) or ''}</td>")
+        dom = "dom" if x["dominant"] and per_report[rep] > 1 else ""
+        sub = "sub" if per_report[rep] > 1 and not x["dominant"] else ""
+        body.append(f"<tr data-i='{i}' data-sid='{E(s)}' data-report='{E(rep)}' data-q='{E(search.lower())}' class='{dom} {sub}'>{''.join(cells)}</tr>")
+    grouped = len(info) > 30
     return (f"<section id=summary><h2>Summary: one row per launch</h2>"
+            f"<div class=controls>filter <input id=sum-filter size=28 placeholder='launch, kernel, report, GPU or bound'> "
+            f"<label><input type=checkbox id=sum-group{' checked' if grouped else ''}> group by report (dominant launch first, the rest folded)</label> "
+            f"<button id=sum-more type=button>show all columns</button> <span id=sum-count class=dim></span></div>"
             f"<p class=note>Click a column header to sort (again: reverse). \u2605 marks each report's dominant launch; "
             f"<span class='prov der'>der.</span> derived and <span class='prov est'>est.</span> estimated values (hover for the recipe); "
-            f"\u2013 = null: the report cannot support it (see the Reports table for the ncu options). Same numbers as "
-            f"<code>flashprof summary --format json</code>. Click a row to open that launch below.</p>"
-            f"<div class='scroll tall'><table id=summary-table class=sortable><thead><tr>{th}</tr></thead>"
+            f"\u2013 = null: the report cannot support it (see the Reports table at the bottom for the ncu options). Same numbers as "
+            f"<code>flashprof summary --format json</code>, 3 significant digits (k = 10\u00b3, M = 10\u2076). Click a row to open that launch below.</p>"
+            f"<div class='scroll tall'><table id=summary-table class='sortable compact'><thead><tr>{th}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table></div></section>")
 
 
@@ -344,7 +414,8 @@ table.sortable th{cursor:pointer}table.sortable th:hover{background:#dfe7f1}
 th.asc::after{content:' \\25B2';font-size:9px}th.desc::after{content:' \\25BC';font-size:9px}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}tr.dom td{background:#fff8e1}
 tr.pick td{outline:1px solid #2a5db0}td.star{color:#e69500;text-align:center}td.kern{font-family:monospace;font-size:11.5px}
-#summary-table tbody tr{cursor:pointer}#summary-table tbody tr:hover td{background:#eef4fb}
+#summary-table tbody tr{cursor:pointer}#summary-table.compact .x{display:none}
+tr.rgrp td{background:#f4f6fa;border-top:2px solid #dde3ec}tr.rgrp a{text-decoration:none;color:#2a5db0}tr.sub td:nth-child(2){padding-left:18px}#summary-table tbody tr:hover td{background:#eef4fb}
 .scroll{overflow-x:auto;max-width:100%}.scroll.tall{max-height:640px;overflow-y:auto}
 #summary-table td{white-space:nowrap}.dim{color:#777;font-size:11.5px}.warn{color:#b35c00}.ok{color:#2b8a3e}
 code{background:#f3f3f3;padding:0 3px;border-radius:2px;font-size:12px}code.hint{display:inline-block;margin-top:2px;white-space:normal}
@@ -391,7 +462,8 @@ document.querySelectorAll('table.sortable').forEach(t => {
     const asc = !th.classList.contains('asc');
     t.querySelectorAll('th').forEach(h => h.classList.remove('asc', 'desc'));
     th.classList.add(asc ? 'asc' : 'desc');
-    const rows = Array.from(t.tBodies[0].rows);
+    if (t.id === 'summary-table' && $('sum-group').checked) { $('sum-group').checked = false; applySummary(); }
+    const rows = Array.from(t.tBodies[0].rows).filter(r => !r.classList.contains('rgrp'));
     const key = r => r.cells[i].dataset.v;
     rows.sort((a, b) => {
       const x = key(a), y = key(b), nx = parseFloat(x), ny = parseFloat(y);
@@ -400,8 +472,36 @@ document.querySelectorAll('table.sortable').forEach(t => {
       return asc ? c : -c;
     });
     rows.forEach(r => t.tBodies[0].appendChild(r));
+    Array.from(t.tBodies[0].rows).filter(r => r.classList.contains('rgrp')).forEach(r => t.tBodies[0].appendChild(r));
   }));
 });
+// ---- summary: filter, group by report, all columns
+const openGroups = new Set();
+function applySummary() {
+  const t = $('summary-table'); if (!t) return;
+  const q = $('sum-filter').value.toLowerCase().trim(), grouped = $('sum-group').checked;
+  if (grouped) Array.from(t.tBodies[0].rows).sort((a, b) => parseFloat(a.dataset.i) - parseFloat(b.dataset.i)).forEach(r => t.tBodies[0].appendChild(r));
+  let n = 0, of = 0;
+  Array.from(t.tBodies[0].rows).forEach(tr => {
+    if (tr.classList.contains('rgrp')) {
+      tr.style.display = grouped && !q ? '' : 'none';
+      tr.querySelector('.gtoggle').textContent = openGroups.has(tr.dataset.report) ? '\u25be' : '\u25b8'; return; }
+    of++;
+    let show = !q || tr.dataset.q.includes(q);
+    if (show && grouped && !q && tr.classList.contains('sub') && !openGroups.has(tr.dataset.report)) show = false;
+    tr.style.display = show ? '' : 'none'; if (show) n++;
+  });
+  $('sum-count').textContent = `${n} of ${of} launch(es) shown`;
+}
+if ($('summary-table')) {
+  $('sum-filter').addEventListener('input', applySummary);
+  $('sum-group').addEventListener('change', applySummary);
+  $('sum-more').addEventListener('click', () => { const c = $('summary-table').classList.toggle('compact');
+    $('sum-more').textContent = c ? 'show all columns' : 'key columns only'; });
+  document.querySelectorAll('#summary-table tr.rgrp').forEach(tr => tr.addEventListener('click', e => {
+    e.preventDefault(); const r = tr.dataset.report; openGroups.has(r) ? openGroups.delete(r) : openGroups.add(r); applySummary(); }));
+  applySummary();
+}
 // ---- compare view
 function drawCompare() {
   if (!$('cmp-a')) return;
@@ -503,7 +603,7 @@ if (sel && sel.options.length) {
   sel.value = sel.dataset.first || sel.options[0].value;
   sel.addEventListener('change', () => drawLaunch(sel.value));
   $('src-search').addEventListener('input', () => drawSource(sel.value));
-  document.querySelectorAll('#summary-table tbody tr').forEach(tr => tr.addEventListener('click', () => {
+  document.querySelectorAll('#summary-table tbody tr[data-sid]').forEach(tr => tr.addEventListener('click', () => {
     sel.value = tr.dataset.sid; drawLaunch(tr.dataset.sid); $('launch').scrollIntoView({behavior:'smooth'}); }));
   drawLaunch(sel.value);
 }
