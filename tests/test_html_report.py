@@ -311,3 +311,27 @@ def test_summary_table_key_columns_carry_the_summary_numbers(h200_page):
     r = summary["kernel7#0"]
     assert abs(100 * r["tflops"] / r["peak_tflops"] - r["pct_of_measured_peak"]) < 0.01 * r["pct_of_measured_peak"]
     assert "% measured" not in [h for _k, h in heads]
+
+
+def test_compare_leads_with_speedup_and_warns(h200_page):
+    data = blob(h200_page)
+    summary = {f"{r['report']}#{r['launch']}": r for r in summary_json(H200)}
+    p = data["compare"]["kernel1|kernel7"]["pairs"][0]
+    want = summary["kernel1#0"]["duration_ns"] / summary["kernel7#0"]["duration_ns"]
+    assert close(p["speedup"], want, 1e-3) and p["speedup"] > 6  # kernel 7 is 6.4x faster than kernel 1
+    assert p["warnings"] == []  # same GPU, clock within 2 %, same function, same shape
+    w = data["compare"]["kernel7|cudnn"]["pairs"][0]["warnings"]
+    assert any(x.startswith("different kernels") for x in w)
+    assert data["compare_default"] == ["kernel6", "kernel7"]
+    assert data["compare_units"]["duration_ns"] == ["duration", "\u00b5s", 1e-3]
+    assert data["compare_units"]["stalls.wait"][1] == "warps/issue"
+    from flashprof.analysis.page import data as D
+    a = {"report": "a", "launch": 0, "gpu": "NVIDIA A100", "sm_clock_hz": 1.41e9, "kernel": "k", "duration_ns": 10.0}
+    b = dict(a, report="b", gpu="NVIDIA GeForce RTX 3090", sm_clock_hz=1.70e9, kernel="gemm", duration_ns=40.0)
+    assert [x.split(":")[0] for x in D.pair_warnings(a, b)] == ["different GPUs", "different SM clocks", "different kernels"]
+    assert D.speedup(a, b) == 0.25
+    c = dict(a, report="c", kernel="gemm")
+    # a foreign folder: the first pair on one GPU with one function, not the first two reports
+    recs = [dict(b, dominant=True), dict(a, dominant=True), dict(c, dominant=True)]
+    assert D.default_pair(recs) == ["a", "c"]  # one GPU, though not one function
+    assert D.default_pair(recs + [dict(a, report="d", dominant=True)]) == ["a", "d"]  # one GPU and one function

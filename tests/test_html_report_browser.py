@@ -199,3 +199,25 @@ def test_summary_filter_group_and_columns(driver, page):
     assert len(driver.execute_script(visible)) == len(summary)
     driver.find_element("id", "sum-more").click()
     assert "AI L1" in driver.execute_script(heads)
+
+
+def test_compare_headline_and_no_clipped_columns(driver, page):
+    from selenium.webdriver.support.ui import WebDriverWait
+    driver.set_window_size(1600, 1400)
+    driver.get(page.as_uri())
+    WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
+    driver.execute_script("""const a = document.getElementById('cmp-a'), b = document.getElementById('cmp-b');
+        a.value = 'kernel1'; b.value = 'kernel7'; a.dispatchEvent(new Event('change'));""")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    summary = {r["report"]: r for r in json.loads(subprocess.run(
+        [sys.executable, "-m", "flashprof", "summary", str(H200), "--format", "json"],
+        capture_output=True, text=True, cwd=ROOT, env=env, check=True).stdout)}
+    head = driver.find_element("css selector", "#cmp-head .speedup").text
+    x = summary["kernel1"]["duration_ns"] / summary["kernel7"]["duration_ns"]
+    assert head.startswith(f"kernel7 #0 is {x:.2f}\u00d7 faster than kernel1 #0"), head
+    for width in (1600, 1000):
+        driver.set_window_size(width, 1200)
+        clipped = driver.execute_script("""return Array.from(document.querySelectorAll('#cmp-out .pair')).map(p => {
+            const t = p.querySelector('table').getBoundingClientRect(), b = p.getBoundingClientRect();
+            return [t.right - b.right, p.scrollWidth - p.clientWidth]; });""")
+        assert clipped and all(r <= 1 for r, _ in clipped), (width, clipped)  # the table's columns inside the box

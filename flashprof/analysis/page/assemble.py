@@ -168,6 +168,7 @@ def page_data(inp, records: list[dict], log=print) -> dict:
         mine = [recs_by_sid[s] for s in order if info[s]["report"] == report]
         headers.append(D.report_header(report, str(path), _sidecar(path), mine, missing.get(report, [])))
 
+    compare = D.compare_pairs(records)
     meta = {"folder": str(inp.reports_dir), "folder_name": inp.reports_dir.name,
             "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "flashprof": _version(), "launches": len(order), "reports": len(inp.stems),
@@ -178,7 +179,9 @@ def page_data(inp, records: list[dict], log=print) -> dict:
         "roofline": {"charts": charts, "off_chart": off_chart},
         "overview": overview, "stalls": stall_bars, "pipes": pipe_bars,
         "sources": sources, "source_notes": source_notes,
-        "compare": D.compare_pairs(records), "reason_colors": _reason_colors(),
+        "compare": compare, "compare_default": D.default_pair(records),
+        "compare_units": {f: D.field_unit(f) for c in compare.values() for p in c["pairs"] for f, *_r in p["rows"]},
+        "reason_colors": _reason_colors(),
     })
 
 

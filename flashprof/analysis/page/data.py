@@ -96,13 +96,103 @@ def compare_pairs(records: list[dict], max_pairs: int = COMPARE_MAX_PAIRS) -> di
                 continue
             ra, rb = by_report[a], by_report[b]
             pairs = compare(ra[:max_pairs], rb[:max_pairs])
+            ia = {int(r["launch"]): r for r in ra}
+            ib = {int(r["launch"]): r for r in rb}
             out[f"{a}|{b}"] = {
                 "of": min(len(ra), len(rb)),
                 "pairs": [{"launch_a": p["launch_a"], "launch_b": p["launch_b"],
                            "regressions": p["regressions"],
+                           "speedup": sig(speedup(ia.get(int(p["launch_a"]), {}), ib.get(int(p["launch_b"]), {}))),
+                           "warnings": pair_warnings(ia.get(int(p["launch_a"]), {}), ib.get(int(p["launch_b"]), {})),
                            "rows": [[x["field"], sig(x["a"]), sig(x["b"]), sig(x["delta"]), sig(x["delta_pct"], 3)]
                                     for x in p["rows"]]} for p in pairs]}
     return out
+
+
+def default_pair(records: list[dict]) -> list[str] | None:
+    """The compare view's first pair: kernel6 -> kernel7 when both are there; else the first
+    two reports whose dominant launches share GPU and function; else share a GPU; else the
+    first two. None for fewer than two reports."""
+    dom: dict[str, dict] = {}
+    for r in records:
+        if r.get("dominant") or r["report"] not in dom:
+            dom[r["report"]] = r
+    names = list(dom)
+    if len(names) < 2:
+        return None
+    if "kernel6" in dom and "kernel7" in dom:
+        return ["kernel6", "kernel7"]
+    for same in (("gpu", "kernel"), ("gpu",)):
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                if all(dom[a].get(k) == dom[b].get(k) for k in same):
+                    return [a, b]
+    return names[:2]
+
+
+CLOCK_TOLERANCE = 0.02  # SM clocks further apart than this are named
+
+
+def speedup(a: dict, b: dict) -> float | None:
+    """B against A: duration(A) / duration(B) (> 1: B is faster); None without both."""
+    da, db = _none(a.get("duration_ns")), _none(b.get("duration_ns"))
+    return float(da) / float(db) if da and db else None
+
+
+def pair_warnings(a: dict, b: dict) -> list[str]:
+    """What makes a pair of launches not like for like: another GPU, another SM clock
+    (> 2 %), another function, another problem shape or dtype."""
+    out = []
+    if a.get("gpu") != b.get("gpu"):
+        out.append(f"different GPUs: {a.get('gpu') or 'unknown'} vs {b.get('gpu') or 'unknown'}")
+    ca, cb = _none(a.get("sm_clock_hz")), _none(b.get("sm_clock_hz"))
+    if ca and cb and abs(ca - cb) > CLOCK_TOLERANCE * max(ca, cb):
+        out.append(f"different SM clocks: {ca / 1e9:.3g} vs {cb / 1e9:.3g} GHz")
+    if a.get("kernel") != b.get("kernel"):
+        out.append(f"different kernels: {str(a.get('kernel'))[:60]} vs {str(b.get('kernel'))[:60]}")
+    sa, sb = launch_shape(a), launch_shape(b)
+    if sa and sb and sa != sb:
+        out.append(f"different problems: {sa} vs {sb}")
+    if _none(a.get("dtype")) and _none(b.get("dtype")) and a.get("dtype") != b.get("dtype"):
+        out.append(f"different dtypes: {a['dtype']} vs {b['dtype']}")
+    return out
+
+
+# (label, unit, scale) of a compared field by its name: values are multiplied by scale
+_UNIT_RULES = [
+    ("duration_ns", "duration", "\u00b5s", 1e-3), ("sm_clock_hz", "SM clock", "GHz", 1e-9),
+    ("smsp_clock_hz", "SMSP clock", "GHz", 1e-9), ("time_share", "time share", "%", 100.0),
+    ("inst_executed", "warp instructions executed", "M", 1e-6), ("ldsm_inst", "ldmatrix instructions", "M", 1e-6),
+    ("pct_of_fa2", "% of FA2", "%", 1.0), ("sm_count", "SMs", "", 1.0),
+]
+
+
+def field_unit(field: str) -> list:
+    """[label, unit, scale] for a compare row: raw summary names get a unit a reader knows."""
+    for name, label, unit, scale in _UNIT_RULES:
+        if field == name:
+            return [label, unit, scale]
+    if field.endswith("_tflops_peak") or field == "peak_tflops":
+        return [field.replace("_tflops_peak", " peak").replace("peak_tflops", "peak"), "TFLOP/s", 1.0]
+    if field.endswith("tflops"):
+        return [field.replace("_tflops", "").replace("tflops", "FLOP rate") or "FLOP rate", "TFLOP/s", 1.0]
+    if field.endswith("_pct") or field.startswith("pct_"):
+        return [field.replace("_pct", "").replace("pct_of_", "% of ").replace("_", " "), "%", 1.0]
+    if field.startswith("ai_"):
+        return [f"intensity {field[3:]}", "FLOP/B", 1.0]
+    if field.startswith("bytes_"):
+        return [f"bytes {field[6:]}", "MB", 1e-6]
+    if field.endswith("_ceiling"):
+        return [f"{field[:-8]} bandwidth roof", "TB/s", 1e-12]
+    if field.startswith("stalls."):
+        return [f"stall {field[7:]}", "warps/issue", 1.0]
+    if field.startswith("inst_mix."):
+        return [f"{field[9:]} instructions", "M", 1e-6]
+    if field.startswith("smem_bank_conflicts."):
+        return [f"bank conflicts {field.split('.', 1)[1]}", "M", 1e-6]
+    if field.startswith("smem_nway."):
+        return [f"bank ways {field.split('.', 1)[1]}", "way", 1.0]
+    return [field, "", 1.0]
 
 
 # --------------------------------------------------------------------------- roofline

@@ -323,9 +323,7 @@ def compare_html(data: dict) -> str:
     if len(reports) < 2:
         return ("<section id=compare><h2>Compare two reports</h2><p class=note>One report in this folder: "
                 "nothing to compare.</p></section>")
-    a, b = reports[0], reports[1]
-    if "kernel6" in reports and "kernel7" in reports:
-        a, b = "kernel6", "kernel7"
+    a, b = data.get("compare_default") or reports[:2]
     opts = lambda sel: "".join(f"<option{' selected' if r == sel else ''}>{E(r)}</option>" for r in reports)  # noqa: E731
     return (f"<section id=compare><h2>Compare two reports (B against baseline A)</h2>"
             f"<p class=note>Launches are paired by position, every numeric field diffed (B \u2212 A), as "
@@ -334,7 +332,8 @@ def compare_html(data: dict) -> str:
             f"<div class=controls>A <select id=cmp-a>{opts(a)}</select> B <select id=cmp-b>{opts(b)}</select> "
             f"<button id=cmp-swap type=button>swap</button> fields <input id=cmp-filter placeholder='filter, e.g. stalls' size=18>"
             f" <label><input type=checkbox id=cmp-changed checked> only changed by \u2265 1 %</label></div>"
-            f"<div id=cmp-out></div></section>")
+            f"<div id=cmp-head></div><div id=cmp-out></div>"
+            f"<details id=cmp-all-box><summary>every report's dominant launch against A</summary><div id=cmp-all></div></details></section>")
 
 
 def roofline_html(data: dict) -> str:
@@ -429,7 +428,8 @@ td.lacks{max-width:420px}.note{color:#555;font-size:12.5px;max-width:1200px}.con
 tr.more td{font-size:12px;border-bottom:none}tr.grp td{background:#f4f6fa;font-weight:600;border-top:2px solid #dde3ec}tr.grp td.loc{font-family:monospace;font-size:12px}
 td.sass{font-family:monospace;font-size:12px;white-space:pre}td.off{font-family:monospace;color:#666;font-size:11.5px}
 .legend span.k{display:inline-block;margin:2px 10px 2px 0;font-size:11.5px}.legend i{display:inline-block;width:10px;height:10px;margin-right:3px;vertical-align:middle}
-.pairs{display:flex;flex-wrap:wrap;gap:18px}.pair{flex:0 1 560px;max-height:720px;overflow-y:auto}.pair h3{font-size:13.5px}
+.pairs{display:flex;flex-wrap:wrap;gap:18px}.pair{flex:0 0 auto;max-width:100%;max-height:720px;overflow:auto;padding-right:14px}.pair h3{font-size:13.5px}
+.speedup{font-size:15px;margin:8px 0 4px}.cmpwarn{font-weight:600}table.cmp td.num{min-width:64px}
 table.verdict{font-size:13.5px}table.verdict td{padding:5px 10px}table.verdict tbody tr{cursor:pointer}
 table.verdict tbody tr:hover td{background:#eef4fb}.bound{font-weight:600;padding:0 5px;border-radius:3px}
 .b-comp{background:#e3f2e6;color:#1b6b2f}.b-mem{background:#e3ecfa;color:#1f4f9a}.b-lat{background:#fdeedd;color:#9a4c00}
@@ -446,6 +446,8 @@ const $ = id => document.getElementById(id);
 const esc = s => String(s).replace(/[&<>"']/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
 const fmt = (v, d) => (v === null || v === undefined || !isFinite(v)) ? '\u2013' : (Math.abs(v) >= 1e4 ? Math.round(v).toLocaleString('en') : Number(v).toPrecision(d || 3).replace(/\.?0+e/, 'e').replace(/(\.\d*?)0+$/, '$1').replace(/\.$/, ''));
 // ---- charts drawn from their plotly JSON
+const info = {}; D.launches.forEach(x => info[x.sid] = x);
+const recs = {}; D.summary.forEach(r => recs[r.report + '#' + r.launch] = r);
 // Every chart box gets the figure's height explicitly: plotly's responsive mode then only
 // follows the width, and a resize or zoom can never shrink a box under its plot.
 function plot(id, data, layout, react) {
@@ -503,26 +505,62 @@ if ($('summary-table')) {
   applySummary();
 }
 // ---- compare view
+const fmt4 = v => {
+  if (v === null || v === undefined || !isFinite(v)) return '\u2013';
+  const a = Math.abs(v);
+  for (const [d, u] of [[1e9, 'G'], [1e6, 'M'], [1e4, 'k']]) if (a >= d) return Number((v / (d === 1e4 ? 1e3 : d)).toPrecision(4)) + (d === 1e4 ? 'k' : u);
+  return a >= 1e-3 || a === 0 ? String(Number(v.toPrecision(4))) : v.toPrecision(3);
+};
+const times = x => (x >= 10 ? x.toFixed(1) : x >= 1.1 ? x.toFixed(2) : x.toFixed(3)) + '\u00d7';
+const durTxt = ns => ns >= 1e6 ? fmt4(ns / 1e6) + ' ms' : fmt4(ns / 1e3) + ' \u00b5s';
 function drawCompare() {
   if (!$('cmp-a')) return;
   const a = $('cmp-a').value, b = $('cmp-b').value, out = $('cmp-out');
-  if (a === b) { out.innerHTML = '<p class=warn>Choose two different reports.</p>'; return; }
+  if (a === b) { out.innerHTML = '<p class=warn>Choose two different reports.</p>'; $('cmp-head').innerHTML = ''; return; }
   const c = D.compare[a + '|' + b], q = $('cmp-filter').value.toLowerCase(), changed = $('cmp-changed').checked;
-  let h = '';
+  let h = '', head = '';
   if (c.of > c.pairs.length) h += `<p class=dim>first ${c.pairs.length} of ${c.of} launch pairs shown (flashprof compare for all)</p>`;
-  for (const p of c.pairs) {
-    h += `<div class=pair><h3>${esc(a)} #${p.launch_a} \u2192 ${esc(b)} #${p.launch_b}</h3>`;
-    h += p.regressions.length ? '<p class=reg>regressions: ' + p.regressions.map(esc).join('; ') + '</p>' : '<p class=ok>no regressions</p>';
-    h += '<table class=cmp><thead><tr><th>field</th><th>A</th><th>B</th><th>B \u2212 A</th><th>\u0394 %</th></tr></thead><tbody>';
+  c.pairs.forEach((p, n) => {
+    const ra = recs[a + '#' + p.launch_a] || {}, rb = recs[b + '#' + p.launch_b] || {};
+    let line = '';
+    if (p.speedup) {
+      const faster = p.speedup >= 1;
+      line = `<p class='speedup ${faster ? 'better' : 'worse'}' data-speedup='${p.speedup}'><b>${esc(b)} #${p.launch_b} is ${times(faster ? p.speedup : 1 / p.speedup)} ${faster ? 'faster' : 'slower'}</b> than ${esc(a)} #${p.launch_a}: ${durTxt(ra.duration_ns)} \u2192 ${durTxt(rb.duration_ns)}` +
+        (ra.tflops && rb.tflops ? ` \u00b7 ${fmt4(ra.tflops)} \u2192 ${fmt4(rb.tflops)} TFLOP/s` : '') + '</p>';
+    }
+    const warn = p.warnings.length ? `<p class='warn cmpwarn'>\u26a0 not like for like: ${p.warnings.map(esc).join('; ')}</p>` : '';
+    if (n === 0) head = line + warn;
+    h += `<div class=pair><h3>${esc(a)} #${p.launch_a} \u2192 ${esc(b)} #${p.launch_b}</h3>` + (n ? line + warn : '');
+    if (p.regressions.length) {
+      h += p.speedup && p.speedup > 1.02
+        ? '<p class=dim>stall ratios that grew (per issued instruction: a kernel that issues fewer instructions raises them without stalling more): ' + p.regressions.map(esc).join('; ') + '</p>'
+        : '<p class=reg>regressions: ' + p.regressions.map(esc).join('; ') + '</p>';
+    } else h += '<p class=ok>no regressions</p>';
+    h += '<table class=cmp><thead><tr><th>field</th><th>unit</th><th>A</th><th>B</th><th>B \u2212 A</th><th>\u0394 %</th></tr></thead><tbody>';
     for (const [f, va, vb, d, pct] of p.rows) {
-      if (q && !f.toLowerCase().includes(q)) continue;
+      let [label, unit, scale] = D.compare_units[f] || [f, '', 1];
+      if (unit === '\u00b5s' && Math.max(Math.abs(va || 0), Math.abs(vb || 0)) * scale >= 1e4) { unit = 'ms'; scale /= 1e3; }
+      if (q && !f.toLowerCase().includes(q) && !label.toLowerCase().includes(q)) continue;
       if (changed && !(d !== null && (pct === null ? d !== 0 : Math.abs(pct) >= 1))) continue;
       const lower = /duration|stalls\.|conflicts|nway/.test(f), cls = pct === null ? '' : ((pct < 0) === lower ? 'better' : 'worse');
-      h += `<tr><td>${esc(f)}</td><td class=num>${fmt(va, 4)}</td><td class=num>${fmt(vb, 4)}</td><td class=num>${fmt(d, 3)}</td><td class='num ${cls}'>${pct === null ? '\u2013' : (pct > 0 ? '+' : '') + fmt(pct, 3)}</td></tr>`;
+      const sc = v => (v === null || v === undefined) ? null : v * scale;
+      h += `<tr><td title="${esc(f)}">${esc(label)}</td><td class=dim>${esc(unit)}</td><td class=num>${fmt4(sc(va))}</td><td class=num>${fmt4(sc(vb))}</td><td class=num>${fmt4(sc(d))}</td><td class='num ${cls}'>${pct === null ? '\u2013' : (pct > 0 ? '+' : '') + fmt4(pct)}</td></tr>`;
     }
     h += '</tbody></table></div>';
-  }
+  });
+  $('cmp-head').innerHTML = head;
   out.innerHTML = '<div class=pairs>' + h + '</div>';
+  // every report's dominant launch against A's
+  const va = D.verdict.find(v => v.report === a);
+  if (va && va.duration_ns) {
+    let t = '<table class=cmp><thead><tr><th>report</th><th>duration</th><th>against A</th><th></th></tr></thead><tbody>';
+    for (const v of D.verdict) {
+      if (v.report === a || !v.duration_ns) continue;
+      const x = va.duration_ns / v.duration_ns, w = (recs[v.sid] || {}).gpu !== (recs[va.sid] || {}).gpu ? 'other GPU' : '';
+      t += `<tr><td>${esc(info[v.sid] ? info[v.sid].label : v.report)}</td><td class=num>${durTxt(v.duration_ns)}</td><td class='num ${x >= 1 ? 'better' : 'worse'}'>${times(x >= 1 ? x : 1 / x)} ${x >= 1 ? 'faster' : 'slower'}</td><td class=warn>${w}</td></tr>`;
+    }
+    $('cmp-all').innerHTML = t + '</tbody></table>';
+  }
 }
 if ($('cmp-a')) {
   ['cmp-a', 'cmp-b', 'cmp-changed'].forEach(id => $(id).addEventListener('change', drawCompare));
@@ -531,8 +569,6 @@ if ($('cmp-a')) {
   drawCompare();
 }
 // ---- one launch: stalls, pipes, source
-const info = {}; D.launches.forEach(x => info[x.sid] = x);
-const recs = {}; D.summary.forEach(r => recs[r.report + '#' + r.launch] = r);
 const colors = D.reason_colors;
 const small = {template:'plotly_white', margin:{l:150, r:20, t:40, b:45}, font:{size:11}, height:420};
 function drawLaunch(sid) {
