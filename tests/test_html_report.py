@@ -335,3 +335,21 @@ def test_compare_leads_with_speedup_and_warns(h200_page):
     recs = [dict(b, dominant=True), dict(a, dominant=True), dict(c, dominant=True)]
     assert D.default_pair(recs) == ["a", "c"]  # one GPU, though not one function
     assert D.default_pair(recs + [dict(a, report="d", dominant=True)]) == ["a", "d"]  # one GPU and one function
+
+
+def test_source_view_paths_relative_no_build_paths(h200_page):
+    from flashprof.analysis.report.parse import load_source_frame
+    text = h200_page.read_text()
+    data = blob(h200_page)
+    files = set()
+    for sid in data["sources"]:
+        report, launch = sid.rsplit("#", 1)
+        src = load_source_frame(H200 / f"{report}.ncu-rep", int(launch))
+        files |= {f for f in src["file"].dropna().unique() if f.startswith("/")}
+    assert files and any(f.endswith("csrc/mma.cuh") for f in files)
+    for f in files:
+        assert f not in text, f  # no absolute build path anywhere in the page
+    locs = {g["loc"].rsplit(":", 1)[0] for v in data["sources"].values() for g in v["groups"] if g["file"]}
+    assert "csrc/mma.cuh" in locs and not any(loc.startswith("/") for loc in locs)
+    v = data["sources"]["kernel1#0"]
+    assert v["max_line"] == max(ln[2] for g in v["groups"] for ln in g["lines"])

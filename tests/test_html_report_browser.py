@@ -221,3 +221,26 @@ def test_compare_headline_and_no_clipped_columns(driver, page):
             const t = p.querySelector('table').getBoundingClientRect(), b = p.getBoundingClientRect();
             return [t.right - b.right, p.scrollWidth - p.clientWidth]; });""")
         assert clipped and all(r <= 1 for r, _ in clipped), (width, clipped)  # the table's columns inside the box
+
+
+def test_source_bars_absolute_and_shares_rounded(driver, page):
+    from selenium.webdriver.support.ui import WebDriverWait
+    driver.get(page.as_uri())
+    WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
+    driver.execute_script("const s = document.getElementById('launch-select'); s.value = 'kernel1#0'; s.dispatchEvent(new Event('change'));")
+    rows = driver.execute_script("""return Array.from(document.querySelectorAll('#src-view tr')).filter(r => r.querySelector('td.sass'))
+        .map(r => [r.querySelector('td.sass').textContent, parseInt(r.cells[2].textContent), r.cells[3].textContent,
+                   Array.from(r.querySelectorAll('.bar > span')).reduce((a, s) => a + parseFloat(s.style.width), 0)]);""")
+    from flashprof.analysis.report.parse import load_source_frame
+    src = load_source_frame(H200 / "kernel1.ncu-rep", 0)
+    cols = [c for c in src.columns if c.startswith("stall_") and not c.endswith("_not_issued") and c != "stall_selected"]
+    per = src[cols].sum(axis=1)
+    top, total = float(per.max()), float(per.sum())
+    assert len(rows) > 5
+    for sass, n, share, width in rows:
+        assert width == pytest.approx(100 * n / top, abs=0.05)  # scaled to the hottest line, not each to full width
+        assert "e-" not in share and (share == "<0.01 %" or len(share.split(".")[-1].rstrip(" %")) <= 2)
+        x = 100 * n / total
+        if x >= 0.01:
+            assert float(share.rstrip(" %")) == pytest.approx(x, abs=0.051 if x < 10 else 0.051)
+    assert max(r[3] for r in rows) == pytest.approx(100, abs=0.05) and min(r[3] for r in rows) < 50

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 
 import pandas as pd
 
@@ -322,6 +323,28 @@ def stall_columns(src: pd.DataFrame) -> list[str]:
             and c[len("stall_"):] not in NOT_A_STALL]
 
 
+_CUDA_INCLUDE = re.compile(r"^.*/cuda[^/]*/(?:targets/[^/]+/)?include/")
+
+
+def display_paths(files) -> dict[str, str]:
+    """{path as the report records it: path shown}: CUDA toolkit headers as
+    ``cuda/include/<name>``, the others relative to their common folder (that folder's name
+    kept when they all sit in it: ``csrc/mma.cuh``), so no absolute build path reaches the page."""
+    files = [f for f in dict.fromkeys(files) if f]
+    out = {f: "cuda/include/" + _CUDA_INCLUDE.sub("", f) for f in files if _CUDA_INCLUDE.match(f)}
+    rest = [f for f in files if f not in out]
+    absolute = [f for f in rest if f.startswith("/")]
+    if absolute:
+        root = os.path.dirname(absolute[0]) if len(absolute) == 1 else os.path.commonpath(absolute)
+        rel = {f: os.path.relpath(f, root) for f in absolute}
+        if all("/" not in r for r in rel.values()) and root not in ("", "/"):  # one folder: keep its name
+            rel = {f: os.path.basename(root) + "/" + r for f, r in rel.items()}
+        out.update(rel)
+    for f in rest:
+        out.setdefault(f, f)
+    return out
+
+
 def source_view(src: pd.DataFrame, max_lines: int = SOURCE_MAX_LINES) -> dict:
     """One launch's SASS lines with stall samples, grouped under their file:line, hottest
     group first and hottest line first inside a group.
@@ -342,9 +365,11 @@ def source_view(src: pd.DataFrame, max_lines: int = SOURCE_MAX_LINES) -> dict:
     n_hot = len(hot)
     hot = hot.head(max_lines)
     has_file = "file" in hot.columns
+    shown = display_paths(df["file"].dropna().astype(str)) if has_file else {}
     groups: dict[str, dict] = {}
     for row in hot.to_dict("records"):
         f = row.get("file") if has_file else ""
+        f = shown.get(str(f), f) if f and not pd.isna(f) else f
         ln = row.get("line")
         if f and ln is not None and not pd.isna(ln):
             loc, fname, line = f"{f}:{int(ln)}", f, int(ln)
@@ -356,7 +381,7 @@ def source_view(src: pd.DataFrame, max_lines: int = SOURCE_MAX_LINES) -> dict:
         g["lines"].append([int(row["pc_offset"]), str(row["sass"]), int(row["_n"]), sparse])
     ordered = sorted(groups.values(), key=lambda g: (-g["samples"], -max(x[2] for x in g["lines"])))
     return {"reasons": order, "total": int(total), "lines_with_samples": n_hot, "kept": len(hot),
-            "groups": ordered}
+            "max_line": max((x[2] for g in ordered for x in g["lines"]), default=0), "groups": ordered}
 
 
 def has_pc_sampling(frame: pd.DataFrame) -> set[str]:
