@@ -353,3 +353,40 @@ def test_source_view_paths_relative_no_build_paths(h200_page):
     assert "csrc/mma.cuh" in locs and not any(loc.startswith("/") for loc in locs)
     v = data["sources"]["kernel1#0"]
     assert v["max_line"] == max(ln[2] for g in v["groups"] for ln in g["lines"])
+
+
+@pytest.fixture(scope="module")
+def foreign_page(tmp_path_factory):
+    """Two public reports of two GPUs: CUTLASS launches named 'Kernel', a GEMM practice report."""
+    names = ["panjd123__cutlass__384.ncu-rep", "AshunFeiyu__Cuda_Gemm_Practice__gemm_v9_alter.ncu-rep"]
+    if not all((PUBLIC / n).is_file() for n in names):
+        pytest.skip(f"{PUBLIC} absent")
+    folder = tmp_path_factory.mktemp("foreign2")
+    for n in names:
+        (folder / n).symlink_to(PUBLIC / n)
+    out = folder.parent / "foreign2.html"
+    r = run("report", folder, "--out", out)
+    assert r.returncode == 0, r.stderr
+    return folder, out
+
+
+def test_foreign_labels_whole_and_demangled_functions(foreign_page):
+    from flashprof.analysis.report.parse import load_frame
+    folder, out = foreign_page
+    data = blob(out)
+    frame = load_frame(sorted(folder.glob("*.ncu-rep")))
+    full = {f"{r}#{n}": k for r, n, k in frame.drop_duplicates(["report", "launch"])[["report", "launch", "kernel_full"]]
+            .itertuples(index=False)}
+    for x in data["launches"]:
+        stem_tail = "/".join(x["report"].split("__")[-2:])
+        assert x["label"].startswith(stem_tail) and "\u2026" not in x["label"]  # never cut
+        if x["kernel"] == "Kernel":  # CUTLASS: the demangled name tells the launches apart
+            inner = full[x["sid"]].split("<", 2)[1].split("::")[-1]  # e.g. B2bGemm, Gemm
+            assert x["function"].startswith(f"cutlass::Kernel<{inner}<"), (x["function"], full[x["sid"]])
+    assert len({x["function"] for x in data["launches"] if x["kernel"] == "Kernel"}) >= 2
+    # two reports on two GPUs: the compare view says the pair is not like for like
+    pairs = data["compare"]
+    warn = next(iter(pairs.values()))["pairs"][0]["warnings"]
+    assert any(w.startswith("different GPUs") for w in warn) and any(w.startswith("different kernels") for w in warn)
+    assert f"{data['summary'][0]['report']}" in out.read_text()
+    assert data["summary"] == summary_json(folder)

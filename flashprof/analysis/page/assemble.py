@@ -13,6 +13,8 @@ from __future__ import annotations
 import datetime as _dt
 import math
 
+import pandas as pd
+
 from matplotlib.colors import to_hex
 
 from flashprof.analysis.charts.identity import launches as launch_table
@@ -20,7 +22,7 @@ from flashprof.analysis.page import data as D
 from flashprof.analysis.page import figures as F
 from flashprof.analysis.charts.labels import palette
 from flashprof.analysis.report import parse
-from flashprof.analysis.report.target_key import gpu_name
+from flashprof.analysis.report.target_key import gpu_name, is_series
 from flashprof.analysis.stages.limiter import limiters, verdict_text
 from flashprof.analysis.stages.summary import jsonable
 
@@ -50,6 +52,15 @@ def page_data(inp, records: list[dict], log=print) -> dict:
     L = launch_table(roof if len(roof) else ident)
     grids = D.grid_shapes(frame)
     label = {s: lab for s, lab in zip(L["sid"], L["label"])}
+    # a foreign report's launches: its stem whole ('repo/file'), never cut to a tag
+    multi = L["report"].duplicated(keep=False)
+    for s, rep, key, own, n, m in zip(L["sid"], L["report"], L["key"], L["profiled"], L["launch"], multi):
+        if not is_series(key) and not own:
+            label[s] = D.report_label(str(rep)) + (f" #{n}" if m else "")
+    full = {}
+    if "kernel_full" in frame.columns:
+        u = frame.drop_duplicates(["report", "launch"])
+        full = {D.sid(r, n): k for r, n, k in zip(u["report"], u["launch"], u["kernel_full"])}
     color = {s: SERIES_COLORS.get(str(k), to_hex(c)) for s, c, k in zip(L["sid"], L["color"], L["key"])}
     order = list(L["sid"])
     dominant = D.mark_dominant(records)
@@ -62,6 +73,8 @@ def page_data(inp, records: list[dict], log=print) -> dict:
         r = recs_by_sid[s]
         launches.append({"sid": s, "report": r["report"], "launch": r["launch"], "kernel": r["kernel"],
                          "label": label.get(s, s), "color": color.get(s, "#888888"),
+                         "function": D.short_function(r["kernel"], full.get(s)),
+                         "kernel_full": None if full.get(s) is None or pd.isna(full.get(s)) else str(full.get(s)),
                          "dominant": dominant.get(s, False), "time_share": D.sig(share.get(s), 4),
                          "shape": D.launch_shape(r) or grids.get(s), "gpu": r.get("gpu"),
                          "duration_ns": D.sig(r.get("duration_ns"), 6)})
@@ -84,6 +97,7 @@ def page_data(inp, records: list[dict], log=print) -> dict:
     points = D.roofline_points(roof, records, ident)
     for p in points:
         p["label"], p["color"] = info.get(p["sid"], {}).get("label", p["sid"]), color.get(p["sid"], "#888888")
+        p["function"] = info.get(p["sid"], {}).get("function")
         p["shape"] = p["shape"] or grids.get(p["sid"])
     rank = {s: i for i, s in enumerate(order)}
     points.sort(key=lambda p: rank.get(p["sid"], len(rank)))  # legends in series order

@@ -508,3 +508,60 @@ def verdict(order: list[str], recs: dict[str, dict], limit: dict[str, dict]) -> 
                     "memory_unit": lim.get("memory_unit"),
                     "stalls": top_stalls(r), "pct_of_fa2": r.get("pct_of_fa2") if fa2_meaningful(r) else None})
     return out
+
+
+# --------------------------------------------------------------------------- names
+GENERIC_FUNCTIONS = frozenset({"kernel", "kernel2", "device_kernel", "kernel_entry"})
+
+
+def report_label(stem: str) -> str:
+    """A foreign report's label, never cut: 'owner__repo__file' stems (the public corpus's
+    naming) -> 'repo/file'; any other stem whole."""
+    parts = [p for p in stem.split("__") if p]
+    return "/".join(parts[-2:]) if len(parts) >= 3 else stem
+
+
+def _template_depth_cut(text: str, depth: int) -> str:
+    out, level = [], 0
+    for ch in text:
+        if ch == "<":
+            level += 1
+            if level == depth + 1:
+                out.append("<\u2026")
+            if level > depth:
+                continue
+        elif ch == ">":
+            level -= 1
+            if level >= depth:
+                if level == depth:
+                    out.append(">")
+                continue
+        elif level > depth:
+            continue
+        out.append(ch)
+    return "".join(out)
+
+
+def short_function(kernel: str, full: str | None, limit: int = 90) -> str:
+    """The function name a reader can tell apart: ``kernel`` as the report names it, but for
+    a generic name (CUTLASS's ``Kernel``, ``device_kernel``) the demangled name, its
+    arguments dropped, template arguments two levels deep, their namespaces dropped:
+    'cutlass::Kernel<B2bGemm<\u2026>>'."""
+    kernel = str(kernel)
+    if kernel.lower() not in GENERIC_FUNCTIONS or not full or str(full) == kernel:
+        return kernel
+    text = str(full).removeprefix("void ").strip()
+    level, cut = 0, len(text)
+    for i, ch in enumerate(text):  # the argument list: the first '(' outside template brackets
+        if ch == "<":
+            level += 1
+        elif ch == ">":
+            level -= 1
+        elif ch == "(" and level == 0:
+            cut = i
+            break
+    text = text[:cut]
+    head, sep, rest = text.partition("<")
+    rest = re.sub(r"\b(?:\w+::)+(\w)", r"\1", rest)  # namespaces inside the template arguments
+    text = _template_depth_cut(head + sep + rest, 2)
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"

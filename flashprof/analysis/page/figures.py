@@ -57,7 +57,7 @@ def _prov(p) -> str:
 def hover_text(p: dict, lv: dict) -> str:
     """The hover of one roofline point: who, where, every value and its provenance."""
     lines = [f"<b>{html.escape(p['label'])}</b> \u00b7 {html.escape(LEVEL_NAMES.get(lv['level'], lv['level']))}",
-             f"launch {p['launch']} of {html.escape(p['report'])}: {html.escape(p['kernel'][:80])}",
+             f"launch {p['launch']} of {html.escape(p['report'])}: {html.escape((p.get('function') or p['kernel'])[:80])}",
              f"shape {html.escape(p.get('shape') or 'not recorded')} \u00b7 dtype {html.escape(p.get('dtype') or 'not recorded')}",
              f"GPU {html.escape(str(p.get('gpu')))} ({html.escape(str(p.get('arch')))}) \u00b7 SM clock "
              f"{_fmt((p.get('sm_clock_hz') or math.nan) / 1e9, ' GHz', 3)} [{_prov(p.get('clock_provenance'))}]",

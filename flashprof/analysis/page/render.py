@@ -84,7 +84,7 @@ def _report_rows(data: dict) -> list[str]:
 
 def header_html(data: dict) -> str:
     meta = data["meta"]
-    gpus = sorted({g for h in data["reports"] for g in (h["gpu"] or [])})
+    gpus = sorted({g.replace("NVIDIA ", "") for h in data["reports"] for g in (h["gpu"] or [])})
     ceil = (f"measured roofs from ceilings.json ({E(meta['ceilings_gpu'])})" if meta["ceilings"]
             else "no ceilings.json beside these reports (theoretical roofs only; <code>make ceilings</code> measures them)")
     return (f"<header><h1>flashprof report \u00b7 <span class=folder>{E(meta['folder_name'])}</span></h1>"
@@ -130,15 +130,16 @@ def verdict_html(data: dict) -> str:
         if v["roof"]:
             roof = (f"<b>{_num(v['pct_of_roof'], 3)} %</b> of its {E(ROOF_NAMES.get(v['roof'], v['roof']))}"
                     f"<br><span class=dim>{_num(v['tflops'], 4)} TFLOP/s {E(str(v['flops_kind'] or ''))}</span>")
-        bound = (f"<span class='bound {BOUND_CLASS.get(v['sol_bound'], '')}'>{E(v['sol_bound'] or 'unknown')}</span>"
+        bound = (f"<span class='bound {BOUND_CLASS.get(v['sol_bound'], '')}'>{E(v['sol_bound'])}</span>"
                  f"<br><span class=dim>SM {_num(v['compute_pct'], 3)} % \u00b7 memory {_num(v['memory_pct'], 3)} %"
-                 f"{(' (' + E(v['memory_unit']) + ')') if v['memory_unit'] else ''}</span>")
+                 f"{(' (' + E(v['memory_unit']) + ')') if v['memory_unit'] else ''}</span>") if v["sol_bound"] else \
+            "<span class=dim>not in this report (ncu --section SpeedOfLight)</span>"
         stalls = ", ".join(f"{E(k)} {_num(val, 3)}" for k, val in v["stalls"]) or "\u2013"
         share = "" if v["time_share"] is None or v["time_share"] >= 0.9995 else \
             f"<br><span class=dim>{_num(100 * v['time_share'], 3)} % of its report</span>"
         fa2 = "" if v["pct_of_fa2"] is None else f"{_num(v['pct_of_fa2'], 3)} %"
         rows.append(f"<tr data-sid='{E(v['sid'])}'><td><span class=swatch style='background:{x['color']}'></span><b>{E(x['label'])}</b>"
-                    f"<br><span class='dim kern' title='{E(str(x['kernel']))}'>{E(str(x['kernel'])[:48])}</span></td>"
+                    f"<br><span class='dim kern' title='{E(str(x.get('kernel_full') or x['kernel']))}'>{E(str(x.get('function') or x['kernel'])[:64])}</span></td>"
                     f"<td>{E(str(x.get('gpu') or DASH)).replace('NVIDIA ', '')}</td>"
                     f"<td class=num data-v='{_sortval(v['duration_ns'])}'>{_dur(v['duration_ns'])}{share}</td>"
                     f"<td>{roof}</td><td>{bound}</td><td>{stalls}</td><td class=num>{fa2}</td></tr>")
@@ -248,6 +249,7 @@ def summary_html(data: dict) -> str:
     info = {x["sid"]: x for x in data["launches"]}
     recs = {f"{r['report']}#{int(r['launch'])}": r for r in data["summary"]}
     cols = [c for c in COLUMNS if not (c[0] == "% measured" and _same_pct(list(recs.values())))]
+    cols = [c for c in cols if not c[5] or any(_sortval(c[1](recs[s], x)) for s, x in info.items())]  # no empty key column
     heads = [("", "\u2605 = dominant launch of its report (largest time share)", "key"),
              ("launch", "report #launch", "key"), ("duration", "gpu__time_duration.sum", "key"),
              ("bound by", "speed of light: compute (sm__throughput) vs memory (gpu__compute_memory_throughput); "
@@ -279,9 +281,11 @@ def summary_html(data: dict) -> str:
                         f"<span class=dim>(click to show or hide its other launches)</span></td></tr>")
         lim = x.get("limiter") or {}
         k, v = _top_stall(r)
-        search = " ".join(str(t) for t in (x["label"], r["kernel"], rep, r.get("gpu") or "", lim.get("sol_bound") or ""))
+        fn_name = str(x.get("function") or r["kernel"])
+        fn_note = "" if r.get("variant") else f" <span class=dim>{E(fn_name[:40])}</span>"
+        search = " ".join(str(t) for t in (x["label"], r["kernel"], fn_name, rep, r.get("gpu") or "", lim.get("sol_bound") or ""))
         cells = [f"<td data-v='{1 if x['dominant'] else 0}' class='star key'>{STAR if x['dominant'] else ''}</td>",
-                 f"<td class=key data-v='{E(x['label'])}'><span class=swatch style='background:{x['color']}'></span>{E(x['label'])}</td>",
+                 f"<td class=key data-v='{E(x['label'])}'><span class=swatch style='background:{x['color']}'></span>{E(x['label'])}{fn_note}</td>",
                  f"<td class='num key' data-v='{_sortval(r.get('duration_ns'))}'>{_dur(r.get('duration_ns'))}</td>",
                  f"<td class=key data-v='{E(lim.get('sol_bound') or '')}'>"
                  + (f"<span class='bound {BOUND_CLASS.get(lim['sol_bound'], '')}'>{E(lim['sol_bound'])}</span>"
@@ -382,7 +386,7 @@ def launch_html(data: dict) -> str:
     for x in data["launches"]:
         src = " \u00b7 source" if x["sid"] in data["sources"] else ""
         opts.append(f"<option value='{E(x['sid'])}'>{(STAR + ' ') if x['dominant'] else ''}{E(x['label'])} \u2014 "
-                    f"{E(str(x['kernel'])[:60])}{src}</option>")
+                    f"{E(str(x.get('function') or x['kernel'])[:60])}{src}</option>")
     first = next((x["sid"] for x in data["launches"] if x["sid"] in data["sources"] and x["dominant"]),
                  next((x["sid"] for x in data["launches"] if x["sid"] in data["sources"]),
                       data["launches"][0]["sid"] if data["launches"] else ""))
