@@ -390,3 +390,39 @@ def test_foreign_labels_whole_and_demangled_functions(foreign_page):
     assert any(w.startswith("different GPUs") for w in warn) and any(w.startswith("different kernels") for w in warn)
     assert f"{data['summary'][0]['report']}" in out.read_text()
     assert data["summary"] == summary_json(folder)
+
+
+def test_story_gap_progression_and_mix_from_their_files(h200_page):
+    import csv
+    data = blob(h200_page)
+    story = data["story"]
+    rows = [r for r in json.loads((ROOT / "reports" / "gap" / "issue_model.json").read_text()) if r["kind"] == "row"]
+    fig = story["gap"]["figure"]
+    by_gpu = {}
+    for t in fig["data"]:
+        by_gpu.setdefault(t["meta"]["gpu_key"], {})[t["meta"]["role"]] = t
+    assert set(by_gpu) == {"a100_80gb", "rtx3090", "h200_sxm"}
+    for key, tr in by_gpu.items():
+        binary = "series" if any(r["gpu_key"] == key and r["binary"] == "series" for r in rows) else "flashprof"
+        mine = {("K" + r["target"]) if r["target"].isdigit() else "FA2": r for r in rows
+                if r["gpu_key"] == key and r["binary"] == binary and r["seq"] == 4096}
+        assert tr["predicted"]["x"] == tr["observed"]["x"] and set(tr["predicted"]["x"]) == set(mine)
+        for x, y, sd, obs in zip(tr["predicted"]["x"], tr["predicted"]["y"], tr["predicted"]["error_y"]["array"], tr["observed"]["y"]):
+            assert close(y, mine[x]["pred_pct_of_fa2"]) and close(sd, mine[x]["pred_pct_sd"])
+            assert close(obs, mine[x]["observed_pct"]) if mine[x]["observed_pct"] is not None else obs is None
+    # kernels over S: bench.csv as written
+    with open(H200 / "bench.csv", newline="") as fh:
+        bench = list(csv.DictReader(fh))
+    traces = {t["meta"]["target"]: t for t in story["progression"]["figure"]["data"]}
+    assert list(traces)[:9] == ["1", "2", "3", "4", "5", "6", "7", "ref", "cudnn"]
+    for row in bench:
+        t = traces[row["target"]]
+        i = t["x"].index(int(row["seq"]))
+        assert close(t["y"][i], float(row["tflops"]))
+    # SASS mix: the summary's inst_mix of each dominant launch
+    summary = {f"{r['report']}#{r['launch']}": r for r in summary_json(H200)}
+    mix = story["mix"]
+    for j, op in enumerate(mix["opcodes"]):
+        for i, sid in enumerate(mix["sids"]):
+            assert close(mix["counts"][i][j], summary[sid]["inst_mix"][op])
+    assert mix["sids"][:2] == ["kernel1#0", "kernel2#0"] and all(summary[s]["dominant"] for s in mix["sids"])

@@ -175,6 +175,9 @@ def page_data(inp, records: list[dict], log=print) -> dict:
         if s not in sources and s not in source_notes:
             source_notes[s] = f"no PC sampling for this launch: collect with ncu {D.SOURCE_HINT}"
 
+    # ---- the story: the gap (issue model), kernels over S (bench.csv), the SASS mix
+    story = _story(inp, records, order, info, color)
+
     # ---- header: one row per report
     missing = parse.missing_quantities(frame)
     headers = []
@@ -189,7 +192,7 @@ def page_data(inp, records: list[dict], log=print) -> dict:
             "ceilings": inp.ceilings is not None,
             "ceilings_gpu": (str(inp.ceilings["gpu"].iloc[0]) if inp.ceilings is not None and len(inp.ceilings) else None)}
     return jsonable({
-        "meta": meta, "verdict": verdict, "reports": headers, "summary": jsonable(records), "launches": launches,
+        "meta": meta, "verdict": verdict, "story": story, "reports": headers, "summary": jsonable(records), "launches": launches,
         "roofline": {"charts": charts, "off_chart": off_chart},
         "overview": overview, "stalls": stall_bars, "pipes": pipe_bars,
         "sources": sources, "source_notes": source_notes,
@@ -197,6 +200,35 @@ def page_data(inp, records: list[dict], log=print) -> dict:
         "compare_units": {f: D.field_unit(f) for c in compare.values() for p in c["pairs"] for f, *_r in p["rows"]},
         "reason_colors": _reason_colors(),
     })
+
+
+def _story(inp, records: list[dict], order: list[str], info: dict, color: dict) -> dict:
+    """The series' story where the folder has it: the gap view (the committed issue-model
+    result, only for a folder of the kernel series and only while its inputs are unchanged),
+    the progression over S (the folder's bench.csv) and the executed SASS mix."""
+    from flashprof.analysis.charts.identity import kernel_color, kernel_label
+    out: dict = {"gap": None, "gap_note": None, "progression": None, "mix": None}
+    if inp.series:
+        g = inp.gap_issue
+        if "records" in g:
+            groups = D.gap_points(g["records"])
+            out["gap"] = {"groups": groups, "figure": F.compact(F.gap_figure(groups))}
+        else:
+            out["gap_note"] = g.get("error")
+    try:
+        bench = inp.bench
+    except Exception as exc:  # a malformed bench.csv costs this chart only
+        bench, out["progression_note"] = None, str(exc).splitlines()[0]
+    if bench is not None and len(bench):
+        series = D.progression(bench)
+        labels = {s["target"]: kernel_label(s["target"]) for s in series}
+        colors = {s["target"]: SERIES_COLORS.get(s["target"]) or to_hex(kernel_color(s["target"])) for s in series}
+        out["progression"] = {"series": series, "figure": F.compact(F.progression_figure(series, labels, colors))}
+    mix = D.inst_mix(records, order)
+    if mix["sids"] and len(mix["sids"]) > 1:
+        labels = [info[s]["label"] for s in mix["sids"]]
+        out["mix"] = dict(mix, figure=F.compact(F.mix_figure(labels, mix)))
+    return out
 
 
 def _version() -> str:

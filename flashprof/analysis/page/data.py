@@ -565,3 +565,64 @@ def short_function(kernel: str, full: str | None, limit: int = 90) -> str:
     rest = re.sub(r"\b(?:\w+::)+(\w)", r"\1", rest)  # namespaces inside the template arguments
     text = _template_depth_cut(head + sep + rest, 2)
     return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
+# --------------------------------------------------------------------------- the story: gap, progression, mix
+def _target_rank(t: str) -> tuple:
+    t = str(t)
+    return (0, int(t), "") if t.isdigit() else (1, {"ref": 0, "cudnn": 1}.get(t, 2), t)
+
+
+def gap_points(records: list[dict]) -> list[dict]:
+    """The issue model's committed rows (``reports/gap/issue_model.json``) per GPU: the
+    series' own binaries where the model has them (A100, RTX 3090), else flashprof's (H200).
+    [{gpu, gpu_key, binary, targets, observed, observed_source, predicted, sd, summary}],
+    targets in series order, at the S most of that GPU's rows share; observed = published
+    (or measured) % of FA2."""
+    rows = [r for r in records if r.get("kind") == "row"]
+    binaries: dict[str, set] = {}
+    for r in rows:
+        binaries.setdefault(r["gpu_key"], set()).add(r["binary"])
+    summaries = {(r["gpu_key"], r.get("binary")): r for r in records if r.get("kind") == "summary"}
+    out = []
+    for key, bins in binaries.items():
+        binary = "series" if "series" in bins else sorted(bins)[0]
+        mine = [r for r in rows if r["gpu_key"] == key and r["binary"] == binary]
+        seqs = [r.get("seq") for r in mine]
+        seq = max(set(seqs), key=seqs.count)  # the series' S (a side row at another S is left out)
+        mine = sorted((r for r in mine if r.get("seq") == seq), key=lambda r: _target_rank(r["target"]))
+        s = summaries.get((key, binary), {})
+        out.append({"gpu": mine[0]["gpu"], "gpu_key": key, "binary": binary, "seq": seq,
+                    "targets": [str(r["target"]) for r in mine],
+                    "observed": [sig(_none(r.get("observed_pct"))) for r in mine],
+                    "observed_source": [_none(r.get("observed_source")) for r in mine],
+                    "predicted": [sig(_none(r.get("pred_pct_of_fa2"))) for r in mine],
+                    "sd": [sig(_none(r.get("pred_pct_sd"))) for r in mine],
+                    "mae_pp": sig(_none(s.get("mae_pp")), 3)})
+    return sorted(out, key=lambda g: g["gpu"])
+
+
+def progression(bench: pd.DataFrame) -> list[dict]:
+    """bench.csv -> one series per target over S: [{target, seq: [...], tflops: [...],
+    pct_of_ref: [...]}] in series order (kernels, ref, cudnn, the rest)."""
+    b = bench.assign(target=bench["target"].astype(str))
+    out = []
+    for t in sorted(b["target"].unique(), key=_target_rank):
+        g = b[b["target"] == t].sort_values("seq")
+        out.append({"target": t, "seq": [int(v) for v in g["seq"]], "tflops": [sig(v) for v in g["tflops"]],
+                    "pct_of_ref": [sig(v) for v in g["pct_of_ref"]] if "pct_of_ref" in g.columns else None})
+    return out
+
+
+def inst_mix(records: list[dict], order: list[str]) -> dict:
+    """Executed warp instructions by opcode (the summary's ``inst_mix``) of each report's
+    dominant launch, in series order: {"sids": [...], "opcodes": [...], "counts": [[...]]}."""
+    recs = {sid(r["report"], r["launch"]): r for r in records}
+    sids = [s for s in order if recs[s].get("dominant") and any(_none(v) for v in (recs[s].get("inst_mix") or {}).values())]
+    ops = []
+    for s in sids:
+        for op in recs[s]["inst_mix"]:
+            if op not in ops:
+                ops.append(op)
+    counts = [[_none(recs[s]["inst_mix"].get(op)) for op in ops] for s in sids]
+    return {"sids": sids, "opcodes": ops, "counts": counts}

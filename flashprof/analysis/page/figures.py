@@ -228,3 +228,64 @@ def compact(fig: go.Figure) -> dict:
             if k in tr and tr[k] is not None:
                 tr[k] = [sig(v) if isinstance(v, float) else v for v in tr[k]]
     return d
+
+
+GAP_COLORS = {"a100_80gb": "#d62728", "rtx3090": "#1f77b4", "h200_sxm": "#2ca02c"}
+
+
+def gap_figure(groups: list[dict], *, height: int = 460) -> go.Figure:
+    """% of FA2 per kernel and GPU: observed (published, or measured on the H200) solid,
+    the issue model's prediction hollow with its seed spread (1 sd) as error bars."""
+    fig = go.Figure()
+    for i, g in enumerate(groups):
+        c = GAP_COLORS.get(g["gpu_key"], "#555")
+        x = [f"K{t}" if t.isdigit() else ("FA2" if t == "ref" else t) for t in g["targets"]]
+        name = g["gpu"].replace("NVIDIA ", "")
+        fig.add_trace(go.Scatter(x=x, y=g["observed"], mode="lines+markers", name=f"{name}: observed",
+                                 line=dict(color=c, width=2), marker=dict(size=8, color=c), legendrank=10 + 2 * i,
+                                 customdata=g["observed_source"],
+                                 hovertemplate=f"{name} %{{x}}: %{{y:.1f}} % of FA2 (%{{customdata}})<extra></extra>",
+                                 meta={"role": "observed", "gpu_key": g["gpu_key"]}))
+        fig.add_trace(go.Scatter(x=x, y=g["predicted"], mode="markers", name=f"{name}: issue model (\u00b11 sd)",
+                                 marker=dict(size=9, color="white", line=dict(color=c, width=2), symbol="diamond"),
+                                 error_y=dict(type="data", array=g["sd"], color=c, thickness=1.2, width=4),
+                                 legendrank=11 + 2 * i,
+                                 hovertemplate=f"{name} %{{x}}: predicted %{{y:.1f}} % of FA2<extra>{g['binary']} binary</extra>",
+                                 meta={"role": "predicted", "gpu_key": g["gpu_key"]}))
+    fig.update_layout(**BASE_LAYOUT, height=height,
+                      title=dict(text="The gap: % of FA2 per kernel and GPU, published or measured vs the SASS issue model", x=0.01, font_size=13),
+                      yaxis=dict(title="% of FA2 (duration ratio)", rangemode="tozero"), xaxis=dict(title="kernel"),
+                      legend=dict(font_size=11, traceorder="normal"))
+    return fig
+
+
+def progression_figure(series: list[dict], labels: dict[str, str], colors: dict[str, str], *, height: int = 440) -> go.Figure:
+    """TFLOP/s over sequence length S per target (bench.csv), series order."""
+    fig = go.Figure()
+    for i, s in enumerate(series):
+        lab = labels.get(s["target"], s["target"])
+        fig.add_trace(go.Scatter(x=s["seq"], y=s["tflops"], mode="lines+markers", name=lab, legendrank=10 + i,
+                                 line=dict(color=colors.get(s["target"], "#888"), width=2,
+                                           dash="dash" if not s["target"].isdigit() else "solid"),
+                                 hovertemplate=f"{html.escape(lab)} S=%{{x}}: %{{y:.4g}} TFLOP/s<extra></extra>",
+                                 meta={"role": "bench", "target": s["target"]}))
+    fig.update_layout(**BASE_LAYOUT, height=height,
+                      title=dict(text="Kernels 1\u21927 over the sequence length (bench.csv, median of the timed repetitions)", x=0.01, font_size=13),
+                      xaxis=dict(title="sequence length S", type="log", dtick=math.log10(2), tickformat="d"),
+                      yaxis=dict(title="TFLOP/s", rangemode="tozero"), legend=dict(font_size=11, traceorder="normal"))
+    return fig
+
+
+def mix_figure(labels: list[str], mix: dict, *, height: int | None = None) -> go.Figure:
+    """Executed warp instructions by opcode (millions), one stacked bar per launch."""
+    fig = go.Figure()
+    for j, op in enumerate(mix["opcodes"]):
+        fig.add_trace(go.Bar(y=labels, x=[None if row[j] is None else row[j] / 1e6 for row in mix["counts"]], name=op,
+                             orientation="h", legendrank=10 + j,
+                             hovertemplate=f"{op}: %{{x:.4g}} M warp instructions<extra>%{{y}}</extra>",
+                             meta={"role": "opcode", "opcode": op}))
+    fig.update_layout(**BASE_LAYOUT, barmode="stack", height=height or max(260, 80 + 26 * len(labels)),
+                      title=dict(text="Executed SASS mix of each dominant launch (sass__inst_executed_per_opcode, millions of warp instructions)", x=0.01, font_size=13),
+                      xaxis_title="million warp instructions", yaxis=dict(autorange="reversed", automargin=True),
+                      legend=dict(font_size=11, traceorder="normal"))
+    return fig

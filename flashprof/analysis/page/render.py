@@ -91,7 +91,7 @@ def header_html(data: dict) -> str:
             f"<p class=sub>{meta['reports']} report(s), {meta['launches']} launch(es) on {E(', '.join(gpus) or 'unknown GPU')}"
             f" \u00b7 {ceil} \u00b7 made {E(meta['created'])} by flashprof {E(meta['flashprof'])} \u00b7 self-contained, offline</p>"
             f"<nav><a href='#verdict'>verdict</a> <a href='#summary'>summary</a> <a href='#compare'>compare</a> "
-            f"<a href='#roofline'>roofline</a> <a href='#stalls'>stalls &amp; pipes</a> <a href='#launch'>launch detail &amp; source</a> "
+            f"<a href='#roofline'>roofline</a> <a href='#story'>gap &amp; progression</a> <a href='#stalls'>stalls &amp; pipes</a> <a href='#launch'>launch detail &amp; source</a> "
             f"<a href='#reports'>reports (provenance)</a></nav></header>")
 
 
@@ -362,6 +362,26 @@ def roofline_html(data: dict) -> str:
     return "".join(parts)
 
 
+def story_html(data: dict) -> str:
+    st = data.get("story") or {}
+    if not (st.get("gap") or st.get("progression") or st.get("mix") or st.get("gap_note")):
+        return ""
+    parts = ["<section id=story><h2>The story: the gap across GPUs, kernels 1\u21927 over S, the SASS mix</h2>"]
+    if st.get("gap"):
+        parts.append("<p class=note>Each GPU's % of FA2 per kernel: the series' published numbers (A100, RTX 3090) or this "
+                     "folder's measurement (H200), against the SASS issue model's prediction (<code>reports/gap/issue_model.json</code>, "
+                     "error bars: the spread over its seeds, 1 sd). The A100 climbs slowly where the RTX 3090 reaches FA2 by kernel 2.</p>"
+                     "<div class=chart id=gap-chart></div>")
+    elif st.get("gap_note"):
+        parts.append(f"<p class=warn>Gap view left out: {E(st['gap_note'])}</p>")
+    if st.get("progression"):
+        parts.append("<div class=chart id=progression-chart></div>")
+    if st.get("mix"):
+        parts.append("<div class=chart id=mix-chart></div>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
 def overview_html(data: dict) -> str:
     ov = data["overview"]
     note = "" if ov["shown"] == ov["of"] else f" ({ov['shown']} longest of {ov['of']} launches)"
@@ -460,6 +480,9 @@ function plot(id, data, layout, react) {
   return (react ? Plotly.react : Plotly.newPlot)(div, data, layout, cfg);
 }
 for (const c of D.roofline.charts) plot(c.id, c.figure.data, c.figure.layout);
+if (D.story && D.story.gap) plot('gap-chart', D.story.gap.figure.data, D.story.gap.figure.layout);
+if (D.story && D.story.progression) plot('progression-chart', D.story.progression.figure.data, D.story.progression.figure.layout);
+if (D.story && D.story.mix) plot('mix-chart', D.story.mix.figure.data, D.story.mix.figure.layout);
 if (D.overview.stalls) plot('stall-overview', D.overview.stalls.data, D.overview.stalls.layout);
 if (D.overview.pipes) plot('pipe-overview', D.overview.pipes.data, D.overview.pipes.layout);
 // ---- sortable tables
@@ -662,7 +685,7 @@ def page(data: dict) -> str:
     from plotly.offline import get_plotlyjs
     title = f"flashprof report: {data['meta']['folder_name']}"
     body = (header_html(data) + verdict_html(data) + summary_html(data) + compare_html(data) + roofline_html(data)
-            + overview_html(data) + launch_html(data) + reports_html(data))
+            + story_html(data) + overview_html(data) + launch_html(data) + reports_html(data))
     return ("<!DOCTYPE html><html lang=en><head><meta charset='utf-8'>"
             f"<meta name=viewport content='width=device-width, initial-scale=1'><title>{E(title)}</title>"
             f"<style>{CSS}</style><script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
