@@ -426,3 +426,39 @@ def test_story_gap_progression_and_mix_from_their_files(h200_page):
         for i, sid in enumerate(mix["sids"]):
             assert close(mix["counts"][i][j], summary[sid]["inst_mix"][op])
     assert mix["sids"][:2] == ["kernel1#0", "kernel2#0"] and all(summary[s]["dominant"] for s in mix["sids"])
+
+
+def test_resources_and_memory_from_raw_metrics_and_summary(h200_page):
+    from flashprof.analysis.report.parse import load_frame
+    data = blob(h200_page)
+    frame = load_frame(sorted(H200.glob("*.ncu-rep")))
+    raw: dict = {}
+    for rec in frame.to_dict("records"):
+        raw.setdefault(f"{rec['report']}#{rec['launch']}", {})[rec["metric"]] = rec["value"]
+    for x in data["launches"]:
+        m, res = raw[x["sid"]], x["resources"]
+        assert close(res["registers_per_thread"], m["launch__registers_per_thread"])
+        assert close(res["smem_per_block"], m["launch__shared_mem_per_block"])
+        assert close(res["achieved_occupancy_pct"], m["sm__warps_active.avg.pct_of_peak_sustained_active"])
+        assert close(res["theoretical_occupancy_pct"], m["sm__maximum_warps_per_active_cycle_pct"])
+        assert close(res["waves_per_sm"], m["launch__waves_per_multiprocessor"])
+        limits = {k: m[f"launch__occupancy_limit_{k}"] for k in ("registers", "shared_mem", "warps", "blocks", "barriers")}
+        assert res["blocks_per_sm"] == int(min(limits.values()))
+    k1 = next(x for x in data["launches"] if x["sid"] == "kernel1#0")["resources"]
+    assert k1["occupancy_limit"] == "registers = shared memory" and k1["blocks_per_sm"] == 2
+    # memory: bytes/s at each level against its roof, from the summary's own fields
+    summary = {f"{r['report']}#{r['launch']}": r for r in summary_json(H200)}
+    names = {"L1": "l1", "L2": "l2", "DRAM": "dram", "shared memory": "smem"}
+    checked = 0
+    for sid, b in data["memory"].items():
+        r = summary[sid]
+        for level, pct in zip(b["levels"], b["pct"]):
+            k = names[level]
+            if pct is None or not r["tflops"] or not r[f"ai_{k}"]:
+                continue
+            # the roofline's bytes/s at that level: FLOP/s of the launch's kind / its intensity there
+            want = 100 * r["tflops"] * 1e12 / r[f"ai_{k}"] / r[f"{k}_ceiling"]
+            assert close(pct, want, 2e-3), (sid, level)
+            checked += 1
+    assert checked >= 40
+    assert close(data["memory"]["kernel1#0"]["pct"][data["memory"]["kernel1#0"]["levels"].index("shared memory")], 92.3, 2e-3)

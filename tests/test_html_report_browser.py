@@ -244,3 +244,22 @@ def test_source_bars_absolute_and_shares_rounded(driver, page):
         if x >= 0.01:
             assert float(share.rstrip(" %")) == pytest.approx(x, abs=0.051 if x < 10 else 0.051)
     assert max(r[3] for r in rows) == pytest.approx(100, abs=0.05) and min(r[3] for r in rows) < 50
+
+
+def test_launch_facts_name_resources_and_bound(driver, page):
+    from selenium.webdriver.support.ui import WebDriverWait
+    from flashprof.analysis.report.parse import load_frame
+    driver.get(page.as_uri())
+    WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
+    driver.execute_script("const s = document.getElementById('launch-select'); s.value = 'kernel7#0'; s.dispatchEvent(new Event('change'));")
+    text = driver.find_element("id", "launch-facts").text
+    f = load_frame([H200 / "kernel7.ncu-rep"])
+    m = dict(zip(f["metric"], f["value"]))
+    assert f"{int(m['launch__registers_per_thread'])} registers/thread" in text
+    assert f"{m['launch__shared_mem_per_block'] / 1024:.3g} KiB shared memory/block" in text
+    assert f"{m['launch__waves_per_multiprocessor']:.3g} waves/SM" in text
+    bound = "memory" if m["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"] > \
+        m["sm__throughput.avg.pct_of_peak_sustained_elapsed"] else "compute"
+    assert f"bound by: {bound}" in text
+    import re
+    assert re.search(r"duration \d+(\.\d+)? ms", text), text  # a unit that fits, no thousands separator

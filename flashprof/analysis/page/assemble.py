@@ -139,11 +139,15 @@ def page_data(inp, records: list[dict], log=print) -> dict:
     ov_labels = [info[s]["label"] + (" \u2605" if info[s]["dominant"] else "") for s in shown]
     with_stalls = [s for s in shown if stall_bars.get(s, {}).get("reasons")]
     with_pipes = [s for s in shown if any(v is not None for v in pipe_bars.get(s, {}).get("pct", []))]
+    mem_bars = D.memory_bars(roof)
+    with_mem = [s for s in shown if any(v is not None for v in mem_bars.get(s, {}).get("pct", []))]
     overview = {
         "stalls": F.compact(F.stall_overview([ov_labels[shown.index(s)] for s in with_stalls], with_stalls, stall_bars))
         if with_stalls else None,
         "pipes": F.compact(F.pipe_overview([ov_labels[shown.index(s)] for s in with_pipes], with_pipes, pipe_bars))
         if with_pipes else None,
+        "memory": F.compact(F.memory_overview([ov_labels[shown.index(s)] for s in with_mem], with_mem, mem_bars))
+        if with_mem else None,
         "of": len(order), "shown": len(shown), "small": len(order) - len(big), "min_share": MIN_SHARE}
 
     # ---- source views
@@ -194,7 +198,7 @@ def page_data(inp, records: list[dict], log=print) -> dict:
     return jsonable({
         "meta": meta, "verdict": verdict, "story": story, "reports": headers, "summary": jsonable(records), "launches": launches,
         "roofline": {"charts": charts, "off_chart": off_chart},
-        "overview": overview, "stalls": stall_bars, "pipes": pipe_bars,
+        "overview": overview, "stalls": stall_bars, "pipes": pipe_bars, "memory": mem_bars,
         "sources": sources, "source_notes": source_notes,
         "compare": compare, "compare_default": D.default_pair(records),
         "compare_units": {f: D.field_unit(f) for c in compare.values() for p in c["pairs"] for f, *_r in p["rows"]},

@@ -626,3 +626,20 @@ def inst_mix(records: list[dict], order: list[str]) -> dict:
                 ops.append(op)
     counts = [[_none(recs[s]["inst_mix"].get(op)) for op in ops] for s in sids]
     return {"sids": sids, "opcodes": ops, "counts": counts}
+
+
+_LEVEL_ORDER = ("L1", "shared memory", "L2", "DRAM")
+
+
+def memory_bars(roof: pd.DataFrame) -> dict[str, dict]:
+    """{sid: {"levels": [...], "pct": [% of that level's bandwidth roof], "bytes_per_s": [...]}}
+    from the roofline frame (bytes/s at each level against the report's own roof)."""
+    out = {}
+    for (report, launch), g in roof.groupby(["report", "launch"], sort=False, observed=True):
+        m = {str(r["level"]): r for r in g.to_dict("records")}
+        levels = [lv for lv in _LEVEL_ORDER if lv in m]
+        pct = [sig(100 * m[lv]["bytes_per_s"] / m[lv]["bw_ceiling"])
+               if _finite_pos(m[lv]["bytes_per_s"]) and _finite_pos(m[lv]["bw_ceiling"]) else None for lv in levels]
+        out[sid(report, launch)] = {"levels": levels, "pct": pct,
+                                    "bytes_per_s": [sig(m[lv]["bytes_per_s"]) for lv in levels]}
+    return out

@@ -289,3 +289,27 @@ def mix_figure(labels: list[str], mix: dict, *, height: int | None = None) -> go
                       xaxis_title="million warp instructions", yaxis=dict(autorange="reversed", automargin=True),
                       legend=dict(font_size=11, traceorder="normal"))
     return fig
+
+
+def memory_overview(labels: list[str], sids: list[str], bars: dict[str, dict]) -> go.Figure:
+    """Heat map: bytes/s at each memory level as % of the report's own bandwidth roof."""
+    levels = []
+    for s in sids:
+        for lv in bars.get(s, {}).get("levels", []):
+            if lv not in levels:
+                levels.append(lv)
+    z, text = [], []
+    for s in sids:
+        b = bars.get(s, {"levels": [], "pct": []})
+        row = dict(zip(b["levels"], b["pct"]))
+        z.append([row.get(lv) for lv in levels])
+        text.append(["" if row.get(lv) is None else f"{row[lv]:.0f}" for lv in levels])
+    fig = go.Figure(go.Heatmap(z=z, x=[LEVEL_NAMES.get(lv, lv) for lv in levels], y=labels, text=text,
+                               texttemplate="%{text}", colorscale="Oranges", zmin=0, zmax=100,
+                               colorbar=dict(title="% of roof"), hoverongaps=False,
+                               hovertemplate="%{y}<br>%{x}: %{z:.3g} % of its bandwidth roof<extra></extra>",
+                               meta={"role": "memory"}))
+    fig.update_layout(**BASE_LAYOUT, height=max(240, 90 + 24 * len(labels)),
+                      title=dict(text="Memory: bytes/s at each level as % of its bandwidth roof (the roofline's bytes; \u2020 flashprof level)", x=0.01, font_size=13),
+                      yaxis=dict(autorange="reversed", automargin=True))
+    return fig

@@ -397,6 +397,8 @@ def overview_html(data: dict) -> str:
                  "<p class=warn>No stall reasons in these reports (ncu --section WarpStateStats).</p>")
     parts.append("<div class=chart id=pipe-overview></div>" if ov["pipes"] else
                  "<p class=warn>No pipe utilisation in these reports (ncu --section ComputeWorkloadAnalysis).</p>")
+    parts.append("<div class=chart id=memory-overview></div>" if ov.get("memory") else
+                 "<p class=warn>No byte rates in these reports (ncu --section MemoryWorkloadAnalysis_Tables).</p>")
     parts.append("</section>")
     return "".join(parts)
 
@@ -485,6 +487,7 @@ if (D.story && D.story.progression) plot('progression-chart', D.story.progressio
 if (D.story && D.story.mix) plot('mix-chart', D.story.mix.figure.data, D.story.mix.figure.layout);
 if (D.overview.stalls) plot('stall-overview', D.overview.stalls.data, D.overview.stalls.layout);
 if (D.overview.pipes) plot('pipe-overview', D.overview.pipes.data, D.overview.pipes.layout);
+if (D.overview.memory) plot('memory-overview', D.overview.memory.data, D.overview.memory.layout);
 // ---- sortable tables
 document.querySelectorAll('table.sortable').forEach(t => {
   t.querySelectorAll('th').forEach((th, i) => th.addEventListener('click', () => {
@@ -598,11 +601,27 @@ if ($('cmp-a')) {
 // ---- one launch: stalls, pipes, source
 const colors = D.reason_colors;
 const small = {template:'plotly_white', margin:{l:150, r:20, t:40, b:45}, font:{size:11}, height:420};
+function resText(x) {
+  const r = x.resources; if (!r) return '';
+  const bits = [];
+  if (r.registers_per_thread !== null) bits.push(`${fmt(r.registers_per_thread, 3)} registers/thread`);
+  if (r.smem_per_block !== null) bits.push(`${fmt(r.smem_per_block / 1024, 3)} KiB shared memory/block`);
+  if (r.block_size !== null) bits.push(`${fmt(r.block_size, 4)} threads/block`);
+  if (r.theoretical_occupancy_pct !== null) bits.push(`occupancy ${fmt(r.theoretical_occupancy_pct, 3)} % theoretical` +
+    (r.occupancy_limit ? ` (${r.blocks_per_sm} block(s)/SM, limited by ${esc(r.occupancy_limit)})` : '') +
+    (r.achieved_occupancy_pct !== null ? `, ${fmt(r.achieved_occupancy_pct, 3)} % achieved` : ''));
+  if (r.waves_per_sm !== null) bits.push(`${fmt(r.waves_per_sm, 3)} waves/SM`);
+  return bits.length ? '<br><span id=launch-resources>' + bits.join(' \u00b7 ') + '</span>' : '';
+}
+function limText(x) {
+  const l = x.limiter; if (!l) return '';
+  return `<br>bound by: <b>${esc(l.bound)}</b>` + (l.roof ? ` \u00b7 ${fmt(l.pct_of_roof, 3)} % of its ${esc(l.roof === 'compute' ? 'compute' : l.roof)} roof` : '');
+}
 function drawLaunch(sid) {
   const x = info[sid], r = recs[sid];
   document.querySelectorAll('#summary-table tbody tr').forEach(tr => tr.classList.toggle('pick', tr.dataset.sid === sid));
-  $('launch-facts').innerHTML = `<b>${esc(x.label)}</b> \u00b7 <code>${esc(x.kernel)}</code><br>${esc(r.gpu || 'GPU unknown')} \u00b7 ${esc(x.shape || 'shape not recorded')} \u00b7 ${esc(r.dtype || 'dtype not recorded')} \u00b7 duration ${fmt(r.duration_ns / 1e3, 4)} \u00b5s` +
-    (x.time_share !== null ? ` (${fmt(100 * x.time_share, 3)} % of its report)` : '') + ` \u00b7 ${esc(r.flops_kind || 'no FLOP kind')} ${fmt(r.tflops, 4)} TFLOP/s` + (x.dominant ? ' \u00b7 \u2605 dominant launch' : '');
+  $('launch-facts').innerHTML = `<b>${esc(x.label)}</b> \u00b7 <code>${esc(x.kernel)}</code><br>${esc(r.gpu || 'GPU unknown')} \u00b7 ${esc(x.shape || 'shape not recorded')} \u00b7 ${esc(r.dtype || 'dtype not recorded')} \u00b7 duration ${durTxt(r.duration_ns)}` +
+    (x.time_share !== null ? ` (${fmt(100 * x.time_share, 3)} % of its report)` : '') + ` \u00b7 ${esc(r.flops_kind || 'no FLOP kind')} ${fmt(r.tflops, 4)} TFLOP/s` + (x.dominant ? ' \u00b7 \u2605 dominant launch' : '') + resText(x) + limText(x);
   const st = D.stalls[sid];
   if (st && st.reasons.length) {
     const n = st.reasons.length;
