@@ -263,3 +263,21 @@ def test_launch_facts_name_resources_and_bound(driver, page):
     assert f"bound by: {bound}" in text
     import re
     assert re.search(r"duration \d+(\.\d+)? ms", text), text  # a unit that fits, no thousands separator
+
+
+def test_roof_labels_clear_of_points(driver, page):
+    """On every roofline chart no roof label (its drawn rectangle) covers a launch's point."""
+    from selenium.webdriver.support.ui import WebDriverWait
+    driver.set_window_size(1600, 1400)
+    driver.get(page.as_uri())
+    WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
+    found = driver.execute_script("""
+        return Array.from(document.querySelectorAll('#roofline .chart')).map(div => {
+          const r = e => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+          return {labels: Array.from(div.querySelectorAll('.annotation')).map(r),
+                  points: Array.from(div.querySelectorAll('.scatterlayer .trace .points path.point')).map(r)}; });""")
+    assert found and all(c["labels"] and c["points"] for c in found)
+    for c in found:
+        for lab in c["labels"]:
+            for pt in c["points"]:
+                assert _overlap(lab, pt) == 0, (lab, pt)

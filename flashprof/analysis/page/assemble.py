@@ -37,6 +37,7 @@ MIN_SHARE = 0.01
 # their viridis ramp); FA2 black and cuDNN red stay the anchors'
 SERIES_COLORS = {"1": "#1f77b4", "2": "#ff7f0e", "3": "#2ca02c", "4": "#9467bd", "5": "#8c564b",
                  "6": "#e377c2", "7": "#17becf"}
+OTHER_COLORS = ("#bcbd22", "#7f7f7f", "#ad494a", "#393b79", "#8ca252", "#e7ba52", "#843c39", "#7b4173")
 
 
 def _sidecar(path) -> dict:
@@ -62,6 +63,11 @@ def page_data(inp, records: list[dict], log=print) -> dict:
         u = frame.drop_duplicates(["report", "launch"])
         full = {D.sid(r, n): k for r, n, k in zip(u["report"], u["launch"], u["kernel_full"])}
     color = {s: SERIES_COLORS.get(str(k), to_hex(c)) for s, c, k in zip(L["sid"], L["color"], L["key"])}
+    if any(is_series(k) for k in L["key"]):  # other reports beside the series: hues the series does not use
+        others = list(dict.fromkeys(r for r, k in zip(L["report"], L["key"]) if not is_series(k)))
+        for s, r, k in zip(L["sid"], L["report"], L["key"]):
+            if not is_series(k):
+                color[s] = OTHER_COLORS[others.index(r) % len(OTHER_COLORS)]
     order = list(L["sid"])
     dominant = D.mark_dominant(records)
     share = D.time_shares(records)
@@ -124,7 +130,7 @@ def page_data(inp, records: list[dict], log=print) -> dict:
         sel = sel[[D.sid(r, n) in {p["sid"] for p in pts} for r, n in zip(sel["report"], sel["launch"])]]
         measured = inp.measured_roofs(reports) if inp.ceilings is not None else None
         rf = D.roofs(sel, measured)
-        if len({p["color"] for p in pts}) < len(pts):  # one report's launches: a colour each on this chart
+        if len({p["report"] for p in pts}) == 1 and len({p["color"] for p in pts}) < len(pts):  # one report: a colour each
             pts = [dict(p, color=to_hex(c)) for p, c in zip(pts, palette(len(pts)))]
         fig = F.roofline_figure(pts, rf, kind, gpu)
         charts.append({"id": f"roofline-{kind}-{len(charts)}", "kind": kind, "gpu": gpu,

@@ -108,23 +108,12 @@ def roofline_figure(points: list[dict], roofs: dict, kind: str, gpu: str, *, hei
                                  name=f"{LEVEL_NAMES.get(level, level)} {bw / 1e12:.3g} TB/s", legendgroup="roofs", legendrank=3001,
                                  hovertemplate=f"{level}: {bw / 1e12:.3g} TB/s, ridge {ridge:.3g} FLOP/B<extra>bandwidth roof</extra>",
                                  meta={"role": "roof", "roof": f"bw:{level}"}))
-    # ---- roof labels: compute roofs at their right end, bandwidth roofs at their knee
-    notes = []
-    for k, v in computes.items():
-        notes.append(dict(x=math.log10(x_hi), y=math.log10(v / TF), text=f"{ROOF_LABELS.get(k, k)} {v / TF:.4g} TFLOP/s",
-                          xanchor="right", yanchor="bottom", showarrow=False, font=dict(size=10, color="#333")))
-    merged: list[tuple[float, list[str]]] = []
-    for level, bw in sorted(bws.items(), key=lambda kv: -kv[1]):
-        hit = next((m for m in merged if abs(m[0] / bw - 1) < 0.03), None)
-        if hit:
-            hit[1].append(level)
-        else:
-            merged.append((bw, [level]))
-    for i, (bw, levels) in enumerate(merged):
-        names = " = ".join(LEVEL_NAMES.get(lv, lv) for lv in levels)
-        notes.append(dict(x=math.log10(top / bw), y=math.log10(top / TF) - 0.09 * (i + 1), text=f"{names} {bw / 1e12:.3g} TB/s",
-                          xanchor="left", yanchor="middle", showarrow=False, font=dict(size=10, color="#555"),
-                          bgcolor="rgba(255,255,255,0.8)"))
+    # ---- roof labels, placed where no point is: each compute roof's label just above its
+    # line at the free one of three places (right end, middle, next to the ridge), stacked
+    # when two roofs are close; bandwidth labels at the foot of their diagonal, under
+    # every point (the y range starts a factor 3 below the slowest point)
+    pts = [(math.log10(lv["ai"]), math.log10(p["flops"] / TF)) for p in points for lv in p["levels"]]
+    notes = roof_labels(computes, bws, pts, x_lo, x_hi, y_lo, fastest)
     # ---- measured roofs (dotted)
     for m in roofs["measured"]:
         v, clock = m["per_second"], (m.get("sm_clock_hz") or 0) / 1e9
@@ -168,6 +157,60 @@ def roofline_figure(points: list[dict], roofs: dict, kind: str, gpu: str, *, hei
                       yaxis=dict(type="log", title="performance (TFLOP/s)",
                                  range=[math.log10(y_lo / TF), math.log10(top * 2.2 / TF)]))
     return fig
+
+
+LABEL_DECADES_PER_CHAR = 0.055  # a 10 px character on a ~5-decade, ~900 px wide axis
+LABEL_HEIGHT = 0.07  # decades of y one label line takes on a ~5-decade, ~560 px tall axis
+
+
+def roof_labels(computes: dict, bws: dict, pts: list[tuple[float, float]], x_lo: float, x_hi: float, y_lo: float,
+                fastest: float | None) -> list[dict]:
+    """Plotly annotations naming the roofs, in log10 axis units, each where the fewest
+    points (``pts``: (log10 AI, log10 TFLOP/s)) and earlier labels lie under it."""
+    placed: list[tuple[float, float, float, float]] = []  # x0, x1, y0, y1 of each label
+
+    def hits(box) -> int:
+        x0, x1, y0, y1 = box
+        n = sum(1 for x, y in pts if x0 - 0.05 <= x <= x1 + 0.05 and y0 - 0.03 <= y <= y1 + 0.03)
+        return n + 100 * sum(1 for b in placed if not (b[1] < x0 or b[0] > x1 or b[3] < y0 or b[2] > y1))
+
+    notes = []
+    lx_lo, lx_hi = math.log10(x_lo), math.log10(x_hi)
+    for k, v in sorted(computes.items(), key=lambda kv: -kv[1]):
+        text = f"{ROOF_LABELS.get(k, k)} {v / TF:.4g} TFLOP/s"
+        w, y = LABEL_DECADES_PER_CHAR * len(text), math.log10(v / TF)
+        ridge = math.log10(v / fastest) if fastest else lx_lo
+        starts = [lx_hi - w - 0.02, (max(ridge, lx_lo) + lx_hi - w) / 2, max(ridge, lx_lo) + 0.08]
+        best = None
+        for lift in (0.0, LABEL_HEIGHT, -LABEL_HEIGHT - 0.02):  # above the line; higher; below it
+            for x0 in starts:
+                box = (x0, x0 + w, y + lift, y + lift + LABEL_HEIGHT)
+                score = hits(box) + (0.5 if lift else 0)
+                if best is None or score < best[0]:
+                    best = (score, box)
+            if best[0] == 0:
+                break
+        box = best[1]
+        placed.append(box)
+        notes.append(dict(x=box[0], y=box[2], text=text, xanchor="left", yanchor="bottom", showarrow=False,
+                          font=dict(size=10, color="#333"), bgcolor="rgba(255,255,255,0.75)", name="roof-label"))
+    merged: list[tuple[float, list[str]]] = []
+    for level, bw in sorted(bws.items(), key=lambda kv: -kv[1]):
+        hit = next((m for m in merged if abs(m[0] / bw - 1) < 0.03), None)
+        if hit:
+            hit[1].append(level)
+        else:
+            merged.append((bw, [level]))
+    y_foot = math.log10(y_lo / TF)
+    for i, (bw, levels) in enumerate(merged):
+        names = " = ".join(LEVEL_NAMES.get(lv, lv) for lv in levels)
+        y = y_foot + 0.12 + LABEL_HEIGHT * 1.15 * i  # stacked, under the slowest point (a factor 3 above y_lo)
+        x = math.log10(10 ** y * TF / bw) + 0.04  # just right of the diagonal at that height
+        text = f"{names} {bw / 1e12:.3g} TB/s"
+        placed.append((x, x + LABEL_DECADES_PER_CHAR * len(text), y, y + LABEL_HEIGHT))
+        notes.append(dict(x=x, y=y, text=text, xanchor="left", yanchor="bottom", showarrow=False,
+                          font=dict(size=10, color="#555"), bgcolor="rgba(255,255,255,0.8)", name="roof-label"))
+    return notes
 
 
 def stall_overview(labels: list[str], sids: list[str], bars: dict[str, dict]) -> go.Figure:
