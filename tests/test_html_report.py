@@ -114,6 +114,7 @@ def test_roofline_one_trace_per_launch_with_provenance_in_hover(h200_page):
             assert all(close(x, a, 1e-3) for x, a in zip(t["x"], ais))
             for text in t["text"]:
                 assert r["provenance"]["tflops"] in text and "GHz" in text and "FLOP/B" in text
+                assert "binding roof: " in text  # the roofline names the roof that binds this launch
         seen += chart["launches"]
     assert sorted(seen) == sorted(on_chart)
     tensor = [c for c in data["roofline"]["charts"] if c["kind"] == "tensor"]

@@ -104,6 +104,7 @@ def page_data(inp, records: list[dict], log=print) -> dict:
     for p in points:
         p["label"], p["color"] = info.get(p["sid"], {}).get("label", p["sid"]), color.get(p["sid"], "#888888")
         p["function"] = info.get(p["sid"], {}).get("function")
+        p["limiter"] = info.get(p["sid"], {}).get("limiter")
         p["shape"] = p["shape"] or grids.get(p["sid"])
     rank = {s: i for i, s in enumerate(order)}
     points.sort(key=lambda p: rank.get(p["sid"], len(rank)))  # legends in series order

@@ -70,6 +70,10 @@ def hover_text(p: dict, lv: dict) -> str:
              f"&nbsp;&nbsp;tensor {_fmt(lv.get('ai_tensor'))} \u00b7 FP32 {_fmt(lv.get('ai_fp32'))} \u00b7 all kinds {_fmt(lv.get('ai_total'))} FLOP/B"]
     if p.get("duration_ns"):
         lines.append("duration " + _fmt(p["duration_ns"] / 1e3, " \u00b5s"))
+    lim = p.get("limiter") or {}
+    if lim.get("roof"):
+        lines.append(f"<b>binding roof: {html.escape(lim['roof'])}</b> ({_fmt(lim.get('pct_of_roof'), ' %', 3)} of it)"
+                     f" \u00b7 speed of light: {html.escape(str(lim.get('bound')))}")
     if not lv.get("in_ncu_chart", True):
         lines.append("<i>not a point of Nsight Compute's own chart (flashprof level or derived bytes)</i>")
     if p.get("estimated"):
