@@ -277,7 +277,10 @@ def compact(fig: go.Figure) -> dict:
     return d
 
 
-GAP_COLORS = {"a100_80gb": "#d62728", "rtx3090": "#1f77b4", "h200_sxm": "#2ca02c"}
+def _gpu_colour(model_key: str) -> str:
+    from flashprof.kernels.gpus import by_model_key
+    g = by_model_key(model_key)
+    return g.colour if g else "#555555"
 
 
 def gap_figure(groups: list[dict], *, height: int = 460) -> go.Figure:
@@ -285,7 +288,7 @@ def gap_figure(groups: list[dict], *, height: int = 460) -> go.Figure:
     the issue model's prediction hollow with its seed spread (1 sd) as error bars."""
     fig = go.Figure()
     for i, g in enumerate(groups):
-        c = GAP_COLORS.get(g["gpu_key"], "#555")
+        c = _gpu_colour(g["gpu_key"])
         x = [f"K{t}" if t.isdigit() else ("FA2" if t == "ref" else t) for t in g["targets"]]
         name = g["gpu"].replace("NVIDIA ", "")
         fig.add_trace(go.Scatter(x=x, y=g["observed"], mode="lines+markers", name=f"{name}: observed",
