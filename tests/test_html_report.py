@@ -95,11 +95,17 @@ def test_durations_dominant_and_stalls_match_raw_metrics(h200_page):
 def test_roofline_one_trace_per_launch_with_provenance_in_hover(h200_page):
     data = blob(h200_page)
     recs = {f"{r['report']}#{r['launch']}": r for r in data["summary"]}
-    on_chart = {s for s, r in recs.items() if r["flops_kind"] and r["tflops"]}
+    # every launch with a FLOP rate, but those under 1 % of their report's time (fill kernels)
+    on_chart = {s for s, r in recs.items() if r["flops_kind"] and r["tflops"] and r["time_share"] >= 0.01}
+    off = {o["sid"] for o in data["roofline"]["off_chart"]}
+    assert {s for s, r in recs.items() if r["flops_kind"] and r["tflops"] and r["time_share"] < 0.01} <= off
+    assert "flex_attention-attention#0" in off  # the 1.8 us fill kernel no longer gets a whole FP16 chart
     seen = []
     for chart in data["roofline"]["charts"]:
         traces = [t for t in chart["figure"]["data"] if (t.get("meta") or {}).get("role") == "launch"]
         assert [t["meta"]["sid"] for t in traces] == chart["launches"]
+        assert [t["legendrank"] for t in traces] == sorted(t["legendrank"] for t in traces)  # legend = trace order
+        assert chart["launches"] == [x["sid"] for x in data["launches"] if x["sid"] in chart["launches"]]  # series order
         for t in traces:
             r = recs[t["meta"]["sid"]]
             assert r["flops_kind"] == chart["kind"]
@@ -108,6 +114,7 @@ def test_roofline_one_trace_per_launch_with_provenance_in_hover(h200_page):
             assert all(close(x, a, 1e-3) for x, a in zip(t["x"], ais))
             for text in t["text"]:
                 assert r["provenance"]["tflops"] in text and "GHz" in text and "FLOP/B" in text
+                assert "binding roof: " in text  # the roofline names the roof that binds this launch
         seen += chart["launches"]
     assert sorted(seen) == sorted(on_chart)
     tensor = [c for c in data["roofline"]["charts"] if c["kind"] == "tensor"]
@@ -217,3 +224,245 @@ def test_default_output_beside_the_figures():
     assert out_path(PUBLIC, None) == ROOT / "figures" / PUBLIC.name / "report.html"
     with pytest.raises(FlashprofError):
         out_path(PUBLIC, ROOT / "figures" / "report.html")  # figures/ holds the shipped reports' files only
+
+
+def test_verdict_first_from_raw_metrics(h200_page):
+    """The first section names, per report, its longest launch, its speed-of-light bound and
+    its two largest stalls, each recomputed here from the raw metrics of the long frame."""
+    from flashprof.analysis.report.parse import load_frame
+    frame = load_frame(sorted(H200.glob("*.ncu-rep")))
+    text = h200_page.read_text()
+    body = text[text.index("<body>"):]
+    assert body.index("id=verdict") < body.index("id=summary") < body.index("id=reports")
+    assert body.index("id=launch") < body.index("id=reports") and "<section id=reports><details>" in body
+    data = blob(h200_page)
+    raw: dict = {}
+    for rec in frame.to_dict("records"):
+        raw.setdefault((rec["report"], rec["launch"]), {})[rec["metric"]] = rec["value"]
+    longest = {}
+    for (report, launch), m in raw.items():
+        d = m["gpu__time_duration.sum"]
+        if report not in longest or d > longest[report][1]:
+            longest[report] = (f"{report}#{launch}", d)
+    verdict = {v["report"]: v for v in data["verdict"]}
+    assert {r: v["sid"] for r, v in verdict.items()} == {r: s for r, (s, _d) in longest.items()}
+    pat = re.compile(r"smsp__average_warps_issue_stalled_(.*)_per_issue_active\.ratio$")
+    summary = {f"{r['report']}#{r['launch']}": r for r in summary_json(H200)}
+    for report, v in verdict.items():
+        m = raw[(report, int(v["sid"].split("#")[1]))]
+        c = m["sm__throughput.avg.pct_of_peak_sustained_elapsed"]
+        mem = m["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"]
+        assert v["sol_bound"] == ("latency" if max(c, mem) < 60 else "compute" if c >= mem else "memory")
+        assert close(v["compute_pct"], c) and close(v["memory_pct"], mem)
+        stalls = {pat.match(k).group(1): val for k, val in m.items() if pat.match(k) and "selected" not in k}
+        top = sorted(stalls, key=lambda k: -stalls[k])[:2]
+        assert [k for k, _ in v["stalls"]] == top, report
+        assert close(v["duration_ns"], m["gpu__time_duration.sum"], 1e-9)
+        want_fa2 = summary[v["sid"]]["pct_of_fa2"]
+        assert v["pct_of_fa2"] == want_fa2  # dominant launches: the summary's value
+    assert verdict["kernel1"]["sol_bound"] == "memory" and verdict["kernel1"]["roof"] == "shared memory"
+    # a fill kernel of the FlexAttention report is not an attention launch: no % of FA2 anywhere on the page
+    flex_fill = next(x for x in data["launches"] if x["sid"] == "flex_attention-attention#0")
+    assert summary["flex_attention-attention#0"]["pct_of_fa2"] is not None  # the summary has one ...
+    row = re.search(r"<tr data-i='\d+' data-sid='flex_attention-attention#0'[^>]*>(.*?)</tr>", body, re.S).group(1)
+    fa2 = summary["flex_attention-attention#0"]["pct_of_fa2"]
+    assert f"{fa2:,.0f}" not in row and f"{fa2:.3g}" not in row  # ... the page does not show it
+    assert not flex_fill["dominant"]
+
+
+def test_series_order_and_stall_overview_by_size(h200_page):
+    data = blob(h200_page)
+    reports = list(dict.fromkeys(x["report"] for x in data["launches"]))
+    series = [f"kernel{i}" for i in range(1, 8)] + ["ref", "cudnn"]
+    assert reports[:9] == series and sorted(reports[9:]) == reports[9:]
+    colors = [next(x["color"] for x in data["launches"] if x["report"] == r) for r in series]
+    assert len(set(colors)) == 9  # one distinct colour per series kernel and anchor
+    summary = summary_json(H200)
+    big = [r for r in summary if r["time_share"] >= 0.01]
+    fig = data["overview"]["stalls"]
+    traces = [t for t in fig["data"] if t["meta"]["role"] == "reason"]
+    assert len(traces[0]["y"]) == len(big)  # the 1.8 us fill kernels are not on the chart
+    total = {}
+    for r in big:
+        for k, v in r["stalls"].items():
+            if v is not None:
+                total[k] = total.get(k, 0.0) + v
+    want = sorted((k for k in total if k != "selected"), key=lambda k: -total[k])
+    got = [t["meta"]["reason"] for t in traces if t["meta"]["reason"] != "selected"]
+    assert got[:5] == want[:5]
+    assert traces[-1]["meta"]["reason"] == "selected"  # the issuing warp last: not a stall
+
+
+def test_summary_table_key_columns_carry_the_summary_numbers(h200_page):
+    text = h200_page.read_text()
+    table = text[text.index("<table id=summary-table"):]
+    table = table[:table.index("</table>")]
+    summary = {f"{r['report']}#{r['launch']}": r for r in summary_json(H200)}
+    rows = re.findall(r"<tr data-i='\d+' data-sid='([^']+)'[^>]*>(.*?)</tr>", table, re.S)
+    assert sorted(s for s, _ in rows) == sorted(summary)
+    for sid, cells in rows:
+        vals = re.findall(r"<td class='num (?:key|x)' data-v='([^']*)'>", cells)
+        assert float(vals[0]) == summary[sid]["duration_ns"]  # the sort key is the exact summary value
+        assert float(vals[1]) == pytest.approx(100 * summary[sid]["time_share"])
+    heads = re.findall(r"<th class=(key|x) title='[^']*'>([^<]*)</th>", table)
+    keys = [h for k, h in heads if k == "key"]
+    assert keys[:5] == ["", "launch", "duration", "bound by", "top stall"]
+    assert {"% of FA2", "tensor pipe %", "FP32 pipe %"} <= set(keys) and "AI L1" not in keys
+    # '% of peak' and '% measured' agree on the H200 (same clock): one column, not two
+    r = summary["kernel7#0"]
+    assert abs(100 * r["tflops"] / r["peak_tflops"] - r["pct_of_measured_peak"]) < 0.01 * r["pct_of_measured_peak"]
+    assert "% measured" not in [h for _k, h in heads]
+
+
+def test_compare_leads_with_speedup_and_warns(h200_page):
+    data = blob(h200_page)
+    summary = {f"{r['report']}#{r['launch']}": r for r in summary_json(H200)}
+    p = data["compare"]["kernel1|kernel7"]["pairs"][0]
+    want = summary["kernel1#0"]["duration_ns"] / summary["kernel7#0"]["duration_ns"]
+    assert close(p["speedup"], want, 1e-3) and p["speedup"] > 6  # kernel 7 is 6.4x faster than kernel 1
+    assert p["warnings"] == []  # same GPU, clock within 2 %, same function, same shape
+    w = data["compare"]["kernel7|cudnn"]["pairs"][0]["warnings"]
+    assert any(x.startswith("different kernels") for x in w)
+    assert data["compare_default"] == ["kernel6", "kernel7"]
+    assert data["compare_units"]["duration_ns"] == ["duration", "\u00b5s", 1e-3]
+    assert data["compare_units"]["stalls.wait"][1] == "warps/issue"
+    from flashprof.analysis.page import data as D
+    a = {"report": "a", "launch": 0, "gpu": "NVIDIA A100", "sm_clock_hz": 1.41e9, "kernel": "k", "duration_ns": 10.0}
+    b = dict(a, report="b", gpu="NVIDIA GeForce RTX 3090", sm_clock_hz=1.70e9, kernel="gemm", duration_ns=40.0)
+    assert [x.split(":")[0] for x in D.pair_warnings(a, b)] == ["different GPUs", "different SM clocks", "different kernels"]
+    assert D.speedup(a, b) == 0.25
+    c = dict(a, report="c", kernel="gemm")
+    # a foreign folder: the first pair on one GPU with one function, not the first two reports
+    recs = [dict(b, dominant=True), dict(a, dominant=True), dict(c, dominant=True)]
+    assert D.default_pair(recs) == ["a", "c"]  # one GPU, though not one function
+    assert D.default_pair(recs + [dict(a, report="d", dominant=True)]) == ["a", "d"]  # one GPU and one function
+
+
+def test_source_view_paths_relative_no_build_paths(h200_page):
+    from flashprof.analysis.report.parse import load_source_frame
+    text = h200_page.read_text()
+    data = blob(h200_page)
+    files = set()
+    for sid in data["sources"]:
+        report, launch = sid.rsplit("#", 1)
+        src = load_source_frame(H200 / f"{report}.ncu-rep", int(launch))
+        files |= {f for f in src["file"].dropna().unique() if f.startswith("/")}
+    assert files and any(f.endswith("csrc/mma.cuh") for f in files)
+    for f in files:
+        assert f not in text, f  # no absolute build path anywhere in the page
+    locs = {g["loc"].rsplit(":", 1)[0] for v in data["sources"].values() for g in v["groups"] if g["file"]}
+    assert "csrc/mma.cuh" in locs and not any(loc.startswith("/") for loc in locs)
+    v = data["sources"]["kernel1#0"]
+    assert v["max_line"] == max(ln[2] for g in v["groups"] for ln in g["lines"])
+
+
+@pytest.fixture(scope="module")
+def foreign_page(tmp_path_factory):
+    """Two public reports of two GPUs: CUTLASS launches named 'Kernel', a GEMM practice report."""
+    names = ["panjd123__cutlass__384.ncu-rep", "AshunFeiyu__Cuda_Gemm_Practice__gemm_v9_alter.ncu-rep"]
+    if not all((PUBLIC / n).is_file() for n in names):
+        pytest.skip(f"{PUBLIC} absent")
+    folder = tmp_path_factory.mktemp("foreign2")
+    for n in names:
+        (folder / n).symlink_to(PUBLIC / n)
+    out = folder.parent / "foreign2.html"
+    r = run("report", folder, "--out", out)
+    assert r.returncode == 0, r.stderr
+    return folder, out
+
+
+def test_foreign_labels_whole_and_demangled_functions(foreign_page):
+    from flashprof.analysis.report.parse import load_frame
+    folder, out = foreign_page
+    data = blob(out)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the foreign reports lack sections: said on the page, not needed here
+        frame = load_frame(sorted(folder.glob("*.ncu-rep")))
+    full = {f"{r}#{n}": k for r, n, k in frame.drop_duplicates(["report", "launch"])[["report", "launch", "kernel_full"]]
+            .itertuples(index=False)}
+    for x in data["launches"]:
+        stem_tail = "/".join(x["report"].split("__")[-2:])
+        assert x["label"].startswith(stem_tail) and "\u2026" not in x["label"]  # never cut
+        if x["kernel"] == "Kernel":  # CUTLASS: the demangled name tells the launches apart
+            inner = full[x["sid"]].split("<", 2)[1].split("::")[-1]  # e.g. B2bGemm, Gemm
+            assert x["function"].startswith(f"cutlass::Kernel<{inner}<"), (x["function"], full[x["sid"]])
+    assert len({x["function"] for x in data["launches"] if x["kernel"] == "Kernel"}) >= 2
+    # two reports on two GPUs: the compare view says the pair is not like for like
+    pairs = data["compare"]
+    warn = next(iter(pairs.values()))["pairs"][0]["warnings"]
+    assert any(w.startswith("different GPUs") for w in warn) and any(w.startswith("different kernels") for w in warn)
+    assert f"{data['summary'][0]['report']}" in out.read_text()
+    assert data["summary"] == summary_json(folder)
+
+
+def test_story_gap_progression_and_mix_from_their_files(h200_page):
+    import csv
+    data = blob(h200_page)
+    story = data["story"]
+    rows = [r for r in json.loads((ROOT / "reports" / "gap" / "issue_model.json").read_text()) if r["kind"] == "row"]
+    fig = story["gap"]["figure"]
+    by_gpu = {}
+    for t in fig["data"]:
+        by_gpu.setdefault(t["meta"]["gpu_key"], {})[t["meta"]["role"]] = t
+    assert set(by_gpu) == {"a100_80gb", "rtx3090", "h200_sxm"}
+    for key, tr in by_gpu.items():
+        binary = "series" if any(r["gpu_key"] == key and r["binary"] == "series" for r in rows) else "flashprof"
+        mine = {("K" + r["target"]) if r["target"].isdigit() else "FA2": r for r in rows
+                if r["gpu_key"] == key and r["binary"] == binary and r["seq"] == 4096}
+        assert tr["predicted"]["x"] == tr["observed"]["x"] and set(tr["predicted"]["x"]) == set(mine)
+        for x, y, sd, obs in zip(tr["predicted"]["x"], tr["predicted"]["y"], tr["predicted"]["error_y"]["array"], tr["observed"]["y"]):
+            assert close(y, mine[x]["pred_pct_of_fa2"]) and close(sd, mine[x]["pred_pct_sd"])
+            assert close(obs, mine[x]["observed_pct"]) if mine[x]["observed_pct"] is not None else obs is None
+    # kernels over S: bench.csv as written
+    with open(H200 / "bench.csv", newline="") as fh:
+        bench = list(csv.DictReader(fh))
+    traces = {t["meta"]["target"]: t for t in story["progression"]["figure"]["data"]}
+    assert list(traces)[:9] == ["1", "2", "3", "4", "5", "6", "7", "ref", "cudnn"]
+    for row in bench:
+        t = traces[row["target"]]
+        i = t["x"].index(int(row["seq"]))
+        assert close(t["y"][i], float(row["tflops"]))
+    # SASS mix: the summary's inst_mix of each dominant launch
+    summary = {f"{r['report']}#{r['launch']}": r for r in summary_json(H200)}
+    mix = story["mix"]
+    for j, op in enumerate(mix["opcodes"]):
+        for i, sid in enumerate(mix["sids"]):
+            assert close(mix["counts"][i][j], summary[sid]["inst_mix"][op])
+    assert mix["sids"][:2] == ["kernel1#0", "kernel2#0"] and all(summary[s]["dominant"] for s in mix["sids"])
+
+
+def test_resources_and_memory_from_raw_metrics_and_summary(h200_page):
+    from flashprof.analysis.report.parse import load_frame
+    data = blob(h200_page)
+    frame = load_frame(sorted(H200.glob("*.ncu-rep")))
+    raw: dict = {}
+    for rec in frame.to_dict("records"):
+        raw.setdefault(f"{rec['report']}#{rec['launch']}", {})[rec["metric"]] = rec["value"]
+    for x in data["launches"]:
+        m, res = raw[x["sid"]], x["resources"]
+        assert close(res["registers_per_thread"], m["launch__registers_per_thread"])
+        assert close(res["smem_per_block"], m["launch__shared_mem_per_block"])
+        assert close(res["achieved_occupancy_pct"], m["sm__warps_active.avg.pct_of_peak_sustained_active"])
+        assert close(res["theoretical_occupancy_pct"], m["sm__maximum_warps_per_active_cycle_pct"])
+        assert close(res["waves_per_sm"], m["launch__waves_per_multiprocessor"])
+        limits = {k: m[f"launch__occupancy_limit_{k}"] for k in ("registers", "shared_mem", "warps", "blocks", "barriers")}
+        assert res["blocks_per_sm"] == int(min(limits.values()))
+    k1 = next(x for x in data["launches"] if x["sid"] == "kernel1#0")["resources"]
+    assert k1["occupancy_limit"] == "registers = shared memory" and k1["blocks_per_sm"] == 2
+    # memory: bytes/s at each level against its roof, from the summary's own fields
+    summary = {f"{r['report']}#{r['launch']}": r for r in summary_json(H200)}
+    names = {"L1": "l1", "L2": "l2", "DRAM": "dram", "shared memory": "smem"}
+    checked = 0
+    for sid, b in data["memory"].items():
+        r = summary[sid]
+        for level, pct in zip(b["levels"], b["pct"]):
+            k = names[level]
+            if pct is None or not r["tflops"] or not r[f"ai_{k}"]:
+                continue
+            # the roofline's bytes/s at that level: FLOP/s of the launch's kind / its intensity there
+            want = 100 * r["tflops"] * 1e12 / r[f"ai_{k}"] / r[f"{k}_ceiling"]
+            assert close(pct, want, 2e-3), (sid, level)
+            checked += 1
+    assert checked >= 40
+    assert close(data["memory"]["kernel1#0"]["pct"][data["memory"]["kernel1#0"]["levels"].index("shared memory")], 92.3, 2e-3)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 
 import pandas as pd
 
@@ -96,13 +97,103 @@ def compare_pairs(records: list[dict], max_pairs: int = COMPARE_MAX_PAIRS) -> di
                 continue
             ra, rb = by_report[a], by_report[b]
             pairs = compare(ra[:max_pairs], rb[:max_pairs])
+            ia = {int(r["launch"]): r for r in ra}
+            ib = {int(r["launch"]): r for r in rb}
             out[f"{a}|{b}"] = {
                 "of": min(len(ra), len(rb)),
                 "pairs": [{"launch_a": p["launch_a"], "launch_b": p["launch_b"],
                            "regressions": p["regressions"],
+                           "speedup": sig(speedup(ia.get(int(p["launch_a"]), {}), ib.get(int(p["launch_b"]), {}))),
+                           "warnings": pair_warnings(ia.get(int(p["launch_a"]), {}), ib.get(int(p["launch_b"]), {})),
                            "rows": [[x["field"], sig(x["a"]), sig(x["b"]), sig(x["delta"]), sig(x["delta_pct"], 3)]
                                     for x in p["rows"]]} for p in pairs]}
     return out
+
+
+def default_pair(records: list[dict]) -> list[str] | None:
+    """The compare view's first pair: kernel6 -> kernel7 when both are there; else the first
+    two reports whose dominant launches share GPU and function; else share a GPU; else the
+    first two. None for fewer than two reports."""
+    dom: dict[str, dict] = {}
+    for r in records:
+        if r.get("dominant") or r["report"] not in dom:
+            dom[r["report"]] = r
+    names = list(dom)
+    if len(names) < 2:
+        return None
+    if "kernel6" in dom and "kernel7" in dom:
+        return ["kernel6", "kernel7"]
+    for same in (("gpu", "kernel"), ("gpu",)):
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                if all(dom[a].get(k) == dom[b].get(k) for k in same):
+                    return [a, b]
+    return names[:2]
+
+
+CLOCK_TOLERANCE = 0.02  # SM clocks further apart than this are named
+
+
+def speedup(a: dict, b: dict) -> float | None:
+    """B against A: duration(A) / duration(B) (> 1: B is faster); None without both."""
+    da, db = _none(a.get("duration_ns")), _none(b.get("duration_ns"))
+    return float(da) / float(db) if da and db else None
+
+
+def pair_warnings(a: dict, b: dict) -> list[str]:
+    """What makes a pair of launches not like for like: another GPU, another SM clock
+    (> 2 %), another function, another problem shape or dtype."""
+    out = []
+    if a.get("gpu") != b.get("gpu"):
+        out.append(f"different GPUs: {a.get('gpu') or 'unknown'} vs {b.get('gpu') or 'unknown'}")
+    ca, cb = _none(a.get("sm_clock_hz")), _none(b.get("sm_clock_hz"))
+    if ca and cb and abs(ca - cb) > CLOCK_TOLERANCE * max(ca, cb):
+        out.append(f"different SM clocks: {ca / 1e9:.3g} vs {cb / 1e9:.3g} GHz")
+    if a.get("kernel") != b.get("kernel"):
+        out.append(f"different kernels: {str(a.get('kernel'))[:60]} vs {str(b.get('kernel'))[:60]}")
+    sa, sb = launch_shape(a), launch_shape(b)
+    if sa and sb and sa != sb:
+        out.append(f"different problems: {sa} vs {sb}")
+    if _none(a.get("dtype")) and _none(b.get("dtype")) and a.get("dtype") != b.get("dtype"):
+        out.append(f"different dtypes: {a['dtype']} vs {b['dtype']}")
+    return out
+
+
+# (label, unit, scale) of a compared field by its name: values are multiplied by scale
+_UNIT_RULES = [
+    ("duration_ns", "duration", "\u00b5s", 1e-3), ("sm_clock_hz", "SM clock", "GHz", 1e-9),
+    ("smsp_clock_hz", "SMSP clock", "GHz", 1e-9), ("time_share", "time share", "%", 100.0),
+    ("inst_executed", "warp instructions executed", "M", 1e-6), ("ldsm_inst", "ldmatrix instructions", "M", 1e-6),
+    ("pct_of_fa2", "% of FA2", "%", 1.0), ("sm_count", "SMs", "", 1.0),
+]
+
+
+def field_unit(field: str) -> list:
+    """[label, unit, scale] for a compare row: raw summary names get a unit a reader knows."""
+    for name, label, unit, scale in _UNIT_RULES:
+        if field == name:
+            return [label, unit, scale]
+    if field.endswith("_tflops_peak") or field == "peak_tflops":
+        return [field.replace("_tflops_peak", " peak").replace("peak_tflops", "peak"), "TFLOP/s", 1.0]
+    if field.endswith("tflops"):
+        return [field.replace("_tflops", "").replace("tflops", "FLOP rate") or "FLOP rate", "TFLOP/s", 1.0]
+    if field.endswith("_pct") or field.startswith("pct_"):
+        return [field.replace("_pct", "").replace("pct_of_", "% of ").replace("_", " "), "%", 1.0]
+    if field.startswith("ai_"):
+        return [f"intensity {field[3:]}", "FLOP/B", 1.0]
+    if field.startswith("bytes_"):
+        return [f"bytes {field[6:]}", "MB", 1e-6]
+    if field.endswith("_ceiling"):
+        return [f"{field[:-8]} bandwidth roof", "TB/s", 1e-12]
+    if field.startswith("stalls."):
+        return [f"stall {field[7:]}", "warps/issue", 1.0]
+    if field.startswith("inst_mix."):
+        return [f"{field[9:]} instructions", "M", 1e-6]
+    if field.startswith("smem_bank_conflicts."):
+        return [f"bank conflicts {field.split('.', 1)[1]}", "M", 1e-6]
+    if field.startswith("smem_nway."):
+        return [f"bank ways {field.split('.', 1)[1]}", "way", 1.0]
+    return [field, "", 1.0]
 
 
 # --------------------------------------------------------------------------- roofline
@@ -232,6 +323,28 @@ def stall_columns(src: pd.DataFrame) -> list[str]:
             and c[len("stall_"):] not in NOT_A_STALL]
 
 
+_CUDA_INCLUDE = re.compile(r"^.*/cuda[^/]*/(?:targets/[^/]+/)?include/")
+
+
+def display_paths(files) -> dict[str, str]:
+    """{path as the report records it: path shown}: CUDA toolkit headers as
+    ``cuda/include/<name>``, the others relative to their common folder (that folder's name
+    kept when they all sit in it: ``csrc/mma.cuh``), so no absolute build path reaches the page."""
+    files = [f for f in dict.fromkeys(files) if f]
+    out = {f: "cuda/include/" + _CUDA_INCLUDE.sub("", f) for f in files if _CUDA_INCLUDE.match(f)}
+    rest = [f for f in files if f not in out]
+    absolute = [f for f in rest if f.startswith("/")]
+    if absolute:
+        root = os.path.dirname(absolute[0]) if len(absolute) == 1 else os.path.commonpath(absolute)
+        rel = {f: os.path.relpath(f, root) for f in absolute}
+        if all("/" not in r for r in rel.values()) and root not in ("", "/"):  # one folder: keep its name
+            rel = {f: os.path.basename(root) + "/" + r for f, r in rel.items()}
+        out.update(rel)
+    for f in rest:
+        out.setdefault(f, f)
+    return out
+
+
 def source_view(src: pd.DataFrame, max_lines: int = SOURCE_MAX_LINES) -> dict:
     """One launch's SASS lines with stall samples, grouped under their file:line, hottest
     group first and hottest line first inside a group.
@@ -252,9 +365,11 @@ def source_view(src: pd.DataFrame, max_lines: int = SOURCE_MAX_LINES) -> dict:
     n_hot = len(hot)
     hot = hot.head(max_lines)
     has_file = "file" in hot.columns
+    shown = display_paths(df["file"].dropna().astype(str)) if has_file else {}
     groups: dict[str, dict] = {}
     for row in hot.to_dict("records"):
         f = row.get("file") if has_file else ""
+        f = shown.get(str(f), f) if f and not pd.isna(f) else f
         ln = row.get("line")
         if f and ln is not None and not pd.isna(ln):
             loc, fname, line = f"{f}:{int(ln)}", f, int(ln)
@@ -266,7 +381,7 @@ def source_view(src: pd.DataFrame, max_lines: int = SOURCE_MAX_LINES) -> dict:
         g["lines"].append([int(row["pc_offset"]), str(row["sass"]), int(row["_n"]), sparse])
     ordered = sorted(groups.values(), key=lambda g: (-g["samples"], -max(x[2] for x in g["lines"])))
     return {"reasons": order, "total": int(total), "lines_with_samples": n_hot, "kept": len(hot),
-            "groups": ordered}
+            "max_line": max((x[2] for g in ordered for x in g["lines"]), default=0), "groups": ordered}
 
 
 def has_pc_sampling(frame: pd.DataFrame) -> set[str]:
@@ -323,3 +438,208 @@ def jsonable_records(records: list[dict]) -> list[dict]:
 
 def reason_family(reason: str) -> str:
     return REASON_FAMILY.get(reason, "other")
+
+
+# --------------------------------------------------------------------------- verdict, resources
+RESOURCE_METRICS = {  # page field -> Nsight Compute metric (LaunchStats / Occupancy sections)
+    "registers_per_thread": "launch__registers_per_thread",
+    "smem_per_block": "launch__shared_mem_per_block",
+    "theoretical_occupancy_pct": "sm__maximum_warps_per_active_cycle_pct",
+    "achieved_occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "waves_per_sm": "launch__waves_per_multiprocessor",
+    "block_size": "launch__block_size",
+}
+OCCUPANCY_LIMITS = {"launch__occupancy_limit_registers": "registers", "launch__occupancy_limit_shared_mem": "shared memory",
+                    "launch__occupancy_limit_warps": "warps", "launch__occupancy_limit_blocks": "blocks",
+                    "launch__occupancy_limit_barriers": "barriers"}
+
+
+def launch_resources(frame: pd.DataFrame) -> dict[str, dict]:
+    """{sid: {registers_per_thread, smem_per_block (bytes), theoretical/achieved occupancy %,
+    waves_per_sm, block_size, occupancy_limit (which resource allows the fewest blocks
+    per SM, ties all named)}} for the launches whose report has them (absent ones: None)."""
+    names = set(RESOURCE_METRICS.values()) | set(OCCUPANCY_LIMITS)
+    sub = frame[frame["metric"].isin(names)]
+    out = {}
+    for (report, launch), g in sub.groupby(["report", "launch"], sort=False):
+        m = dict(zip(g["metric"], g["value"]))
+        rec = {k: sig(m.get(v), 4) for k, v in RESOURCE_METRICS.items()}
+        lim = {OCCUPANCY_LIMITS[k]: float(v) for k, v in m.items() if k in OCCUPANCY_LIMITS and v is not None and not pd.isna(v)}
+        if lim:
+            low = min(lim.values())
+            rec["occupancy_limit"] = " = ".join(k for k, v in lim.items() if v == low)
+            rec["blocks_per_sm"] = int(low)
+        else:
+            rec["occupancy_limit"], rec["blocks_per_sm"] = None, None
+        out[sid(report, launch)] = rec
+    return out
+
+
+def top_stalls(rec: dict, n: int = 2) -> list[list]:
+    """The ``n`` largest stall reasons of a summary record: [[reason, warps per issued
+    instruction], ...], 'selected' (the issuing warp, not a stall) left out."""
+    st = {k: v for k, v in (rec.get("stalls") or {}).items()
+          if k not in NOT_A_STALL and _none(v) is not None}
+    return [[k, st[k]] for k in sorted(st, key=lambda k: -st[k])[:n]]
+
+
+def fa2_meaningful(rec: dict) -> bool:
+    """% of FA2 compares one attention launch with FA2's: it means something for the
+    dominant launch of a report (its attention kernel), not for a fill or copy launch."""
+    return bool(rec.get("dominant")) and _none(rec.get("pct_of_fa2")) is not None
+
+
+def verdict(order: list[str], recs: dict[str, dict], limit: dict[str, dict]) -> list[dict]:
+    """One row per report: its dominant launch (largest time share) with its duration, %
+    of its binding roof, what bounds it (speed of light and roofline), top two stalls and
+    % of FA2 where that means something. ``order``: sids in series order."""
+    out = []
+    for s in order:
+        r = recs[s]
+        if not r.get("dominant"):
+            continue
+        lim = limit.get(s, {})
+        out.append({"sid": s, "report": r["report"], "duration_ns": r.get("duration_ns"),
+                    "time_share": r.get("time_share"),
+                    "flops_kind": r.get("flops_kind"), "tflops": r.get("tflops"),
+                    "roof": lim.get("roof"), "pct_of_roof": sig(lim.get("pct_of_roof"), 4),
+                    "sol_bound": lim.get("sol_bound"), "bound": lim.get("bound"),
+                    "compute_pct": sig(lim.get("compute_pct"), 4), "memory_pct": sig(lim.get("memory_pct"), 4),
+                    "memory_unit": lim.get("memory_unit"),
+                    "stalls": top_stalls(r), "pct_of_fa2": r.get("pct_of_fa2") if fa2_meaningful(r) else None})
+    return out
+
+
+# --------------------------------------------------------------------------- names
+GENERIC_FUNCTIONS = frozenset({"kernel", "kernel2", "device_kernel", "kernel_entry"})
+
+
+def report_label(stem: str) -> str:
+    """A foreign report's label, never cut: 'owner__repo__file' stems (the public corpus's
+    naming) -> 'repo/file'; any other stem whole."""
+    parts = [p for p in stem.split("__") if p]
+    return "/".join(parts[-2:]) if len(parts) >= 3 else stem
+
+
+def _template_depth_cut(text: str, depth: int) -> str:
+    out, level = [], 0
+    for ch in text:
+        if ch == "<":
+            level += 1
+            if level == depth + 1:
+                out.append("<\u2026")
+            if level > depth:
+                continue
+        elif ch == ">":
+            level -= 1
+            if level >= depth:
+                if level == depth:
+                    out.append(">")
+                continue
+        elif level > depth:
+            continue
+        out.append(ch)
+    return "".join(out)
+
+
+def short_function(kernel: str, full: str | None, limit: int = 90) -> str:
+    """The function name a reader can tell apart: ``kernel`` as the report names it, but for
+    a generic name (CUTLASS's ``Kernel``, ``device_kernel``) the demangled name, its
+    arguments dropped, template arguments two levels deep, their namespaces dropped:
+    'cutlass::Kernel<B2bGemm<\u2026>>'."""
+    kernel = str(kernel)
+    if kernel.lower() not in GENERIC_FUNCTIONS or not full or str(full) == kernel:
+        return kernel
+    text = str(full).removeprefix("void ").strip()
+    level, cut = 0, len(text)
+    for i, ch in enumerate(text):  # the argument list: the first '(' outside template brackets
+        if ch == "<":
+            level += 1
+        elif ch == ">":
+            level -= 1
+        elif ch == "(" and level == 0:
+            cut = i
+            break
+    text = text[:cut]
+    head, sep, rest = text.partition("<")
+    rest = re.sub(r"\b(?:\w+::)+(\w)", r"\1", rest)  # namespaces inside the template arguments
+    text = _template_depth_cut(head + sep + rest, 2)
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
+# --------------------------------------------------------------------------- the story: gap, progression, mix
+def _target_rank(t: str) -> tuple:
+    t = str(t)
+    return (0, int(t), "") if t.isdigit() else (1, {"ref": 0, "cudnn": 1}.get(t, 2), t)
+
+
+def gap_points(records: list[dict]) -> list[dict]:
+    """The issue model's committed rows (``reports/gap/issue_model.json``) per GPU: the
+    series' own binaries where the model has them (A100, RTX 3090), else flashprof's (H200).
+    [{gpu, gpu_key, binary, targets, observed, observed_source, predicted, sd, summary}],
+    targets in series order, at the S most of that GPU's rows share; observed = published
+    (or measured) % of FA2."""
+    rows = [r for r in records if r.get("kind") == "row"]
+    binaries: dict[str, set] = {}
+    for r in rows:
+        binaries.setdefault(r["gpu_key"], set()).add(r["binary"])
+    summaries = {(r["gpu_key"], r.get("binary")): r for r in records if r.get("kind") == "summary"}
+    out = []
+    for key, bins in binaries.items():
+        binary = "series" if "series" in bins else sorted(bins)[0]
+        mine = [r for r in rows if r["gpu_key"] == key and r["binary"] == binary]
+        seqs = [r.get("seq") for r in mine]
+        seq = max(set(seqs), key=seqs.count)  # the series' S (a side row at another S is left out)
+        mine = sorted((r for r in mine if r.get("seq") == seq), key=lambda r: _target_rank(r["target"]))
+        s = summaries.get((key, binary), {})
+        out.append({"gpu": mine[0]["gpu"], "gpu_key": key, "binary": binary, "seq": seq,
+                    "targets": [str(r["target"]) for r in mine],
+                    "observed": [sig(_none(r.get("observed_pct"))) for r in mine],
+                    "observed_source": [_none(r.get("observed_source")) for r in mine],
+                    "predicted": [sig(_none(r.get("pred_pct_of_fa2"))) for r in mine],
+                    "sd": [sig(_none(r.get("pred_pct_sd"))) for r in mine],
+                    "mae_pp": sig(_none(s.get("mae_pp")), 3)})
+    return sorted(out, key=lambda g: g["gpu"])
+
+
+def progression(bench: pd.DataFrame) -> list[dict]:
+    """bench.csv -> one series per target over S: [{target, seq: [...], tflops: [...],
+    pct_of_ref: [...]}] in series order (kernels, ref, cudnn, the rest)."""
+    b = bench.assign(target=bench["target"].astype(str))
+    out = []
+    for t in sorted(b["target"].unique(), key=_target_rank):
+        g = b[b["target"] == t].sort_values("seq")
+        out.append({"target": t, "seq": [int(v) for v in g["seq"]], "tflops": [sig(v) for v in g["tflops"]],
+                    "pct_of_ref": [sig(v) for v in g["pct_of_ref"]] if "pct_of_ref" in g.columns else None})
+    return out
+
+
+def inst_mix(records: list[dict], order: list[str]) -> dict:
+    """Executed warp instructions by opcode (the summary's ``inst_mix``) of each report's
+    dominant launch, in series order: {"sids": [...], "opcodes": [...], "counts": [[...]]}."""
+    recs = {sid(r["report"], r["launch"]): r for r in records}
+    sids = [s for s in order if recs[s].get("dominant") and any(_none(v) for v in (recs[s].get("inst_mix") or {}).values())]
+    ops = []
+    for s in sids:
+        for op in recs[s]["inst_mix"]:
+            if op not in ops:
+                ops.append(op)
+    counts = [[_none(recs[s]["inst_mix"].get(op)) for op in ops] for s in sids]
+    return {"sids": sids, "opcodes": ops, "counts": counts}
+
+
+_LEVEL_ORDER = ("L1", "shared memory", "L2", "DRAM")
+
+
+def memory_bars(roof: pd.DataFrame) -> dict[str, dict]:
+    """{sid: {"levels": [...], "pct": [% of that level's bandwidth roof], "bytes_per_s": [...]}}
+    from the roofline frame (bytes/s at each level against the report's own roof)."""
+    out = {}
+    for (report, launch), g in roof.groupby(["report", "launch"], sort=False, observed=True):
+        m = {str(r["level"]): r for r in g.to_dict("records")}
+        levels = [lv for lv in _LEVEL_ORDER if lv in m]
+        pct = [sig(100 * m[lv]["bytes_per_s"] / m[lv]["bw_ceiling"])
+               if _finite_pos(m[lv]["bytes_per_s"]) and _finite_pos(m[lv]["bw_ceiling"]) else None for lv in levels]
+        out[sid(report, launch)] = {"levels": levels, "pct": pct,
+                                    "bytes_per_s": [sig(m[lv]["bytes_per_s"]) for lv in levels]}
+    return out

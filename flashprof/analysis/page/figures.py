@@ -36,9 +36,18 @@ BASE_LAYOUT = dict(template="plotly_white", font=dict(family="DejaVu Sans, Arial
 
 
 def _fmt(v, unit: str = "", digits: int = 4) -> str:
+    """``digits`` significant digits, never in exponent form between 1e-4 and 1e9
+    (186,300 rather than 1.863e+05); outside that range the exponent stays."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "n/a"
-    return f"{v:.{digits}g}{unit}"
+    a = abs(v)
+    if a == 0 or not (1e-4 <= a < 1e9):
+        return f"{v:.{digits}g}{unit}"
+    if a >= 10 ** digits:
+        return f"{float(f'{v:.{digits}g}'):,.0f}{unit}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(a)))
+    text = f"{v:.{decimals}f}"
+    return (text.rstrip("0").rstrip(".") if "." in text else text) + unit
 
 
 def _prov(p) -> str:
@@ -48,7 +57,7 @@ def _prov(p) -> str:
 def hover_text(p: dict, lv: dict) -> str:
     """The hover of one roofline point: who, where, every value and its provenance."""
     lines = [f"<b>{html.escape(p['label'])}</b> \u00b7 {html.escape(LEVEL_NAMES.get(lv['level'], lv['level']))}",
-             f"launch {p['launch']} of {html.escape(p['report'])}: {html.escape(p['kernel'][:80])}",
+             f"launch {p['launch']} of {html.escape(p['report'])}: {html.escape((p.get('function') or p['kernel'])[:80])}",
              f"shape {html.escape(p.get('shape') or 'not recorded')} \u00b7 dtype {html.escape(p.get('dtype') or 'not recorded')}",
              f"GPU {html.escape(str(p.get('gpu')))} ({html.escape(str(p.get('arch')))}) \u00b7 SM clock "
              f"{_fmt((p.get('sm_clock_hz') or math.nan) / 1e9, ' GHz', 3)} [{_prov(p.get('clock_provenance'))}]",
@@ -61,6 +70,10 @@ def hover_text(p: dict, lv: dict) -> str:
              f"&nbsp;&nbsp;tensor {_fmt(lv.get('ai_tensor'))} \u00b7 FP32 {_fmt(lv.get('ai_fp32'))} \u00b7 all kinds {_fmt(lv.get('ai_total'))} FLOP/B"]
     if p.get("duration_ns"):
         lines.append("duration " + _fmt(p["duration_ns"] / 1e3, " \u00b5s"))
+    lim = p.get("limiter") or {}
+    if lim.get("roof"):
+        lines.append(f"<b>binding roof: {html.escape(lim['roof'])}</b> ({_fmt(lim.get('pct_of_roof'), ' %', 3)} of it)"
+                     f" \u00b7 speed of light: {html.escape(str(lim.get('bound')))}")
     if not lv.get("in_ncu_chart", True):
         lines.append("<i>not a point of Nsight Compute's own chart (flashprof level or derived bytes)</i>")
     if p.get("estimated"):
@@ -99,23 +112,12 @@ def roofline_figure(points: list[dict], roofs: dict, kind: str, gpu: str, *, hei
                                  name=f"{LEVEL_NAMES.get(level, level)} {bw / 1e12:.3g} TB/s", legendgroup="roofs", legendrank=3001,
                                  hovertemplate=f"{level}: {bw / 1e12:.3g} TB/s, ridge {ridge:.3g} FLOP/B<extra>bandwidth roof</extra>",
                                  meta={"role": "roof", "roof": f"bw:{level}"}))
-    # ---- roof labels: compute roofs at their right end, bandwidth roofs at their knee
-    notes = []
-    for k, v in computes.items():
-        notes.append(dict(x=math.log10(x_hi), y=math.log10(v / TF), text=f"{ROOF_LABELS.get(k, k)} {v / TF:.4g} TFLOP/s",
-                          xanchor="right", yanchor="bottom", showarrow=False, font=dict(size=10, color="#333")))
-    merged: list[tuple[float, list[str]]] = []
-    for level, bw in sorted(bws.items(), key=lambda kv: -kv[1]):
-        hit = next((m for m in merged if abs(m[0] / bw - 1) < 0.03), None)
-        if hit:
-            hit[1].append(level)
-        else:
-            merged.append((bw, [level]))
-    for i, (bw, levels) in enumerate(merged):
-        names = " = ".join(LEVEL_NAMES.get(lv, lv) for lv in levels)
-        notes.append(dict(x=math.log10(top / bw), y=math.log10(top / TF) - 0.09 * (i + 1), text=f"{names} {bw / 1e12:.3g} TB/s",
-                          xanchor="left", yanchor="middle", showarrow=False, font=dict(size=10, color="#555"),
-                          bgcolor="rgba(255,255,255,0.8)"))
+    # ---- roof labels, placed where no point is: each compute roof's label just above its
+    # line at the free one of three places (right end, middle, next to the ridge), stacked
+    # when two roofs are close; bandwidth labels at the foot of their diagonal, under
+    # every point (the y range starts a factor 3 below the slowest point)
+    pts = [(math.log10(lv["ai"]), math.log10(p["flops"] / TF)) for p in points for lv in p["levels"]]
+    notes = roof_labels(computes, bws, pts, x_lo, x_hi, y_lo, fastest)
     # ---- measured roofs (dotted)
     for m in roofs["measured"]:
         v, clock = m["per_second"], (m.get("sm_clock_hz") or 0) / 1e9
@@ -135,12 +137,12 @@ def roofline_figure(points: list[dict], roofs: dict, kind: str, gpu: str, *, hei
                                  hovertemplate=f"{name}{pct}<extra>measured roof</extra>",
                                  meta={"role": "measured", "roof": m["roof"]}))
     # ---- one trace per launch
-    for p in points:
+    for i, p in enumerate(points):  # in the caller's (series) order; the legend keeps it
         order = sorted(p["levels"], key=lambda lv: lv["ai"])
         est = p.get("estimated")
         fig.add_trace(go.Scatter(
             x=[lv["ai"] for lv in order], y=[p["flops"] / TF] * len(order), mode="lines+markers",
-            name=p["label"] + (" (FLOP/s estimated)" if est else ""), legendgroup="launches", legendrank=1000,
+            name=p["label"] + (" (FLOP/s estimated)" if est else ""), legendgroup="launches", legendrank=1000 + i,
             legendgrouptitle_text="launches (hover a point)",
             line=dict(color=p["color"], width=1.6, dash="dash" if est else "solid"),
             marker=dict(symbol=[LEVEL_SYMBOLS.get(lv["level"], "circle") + ("-open" if est else "") for lv in order],
@@ -161,13 +163,69 @@ def roofline_figure(points: list[dict], roofs: dict, kind: str, gpu: str, *, hei
     return fig
 
 
+LABEL_DECADES_PER_CHAR = 0.055  # a 10 px character on a ~5-decade, ~900 px wide axis
+LABEL_HEIGHT = 0.07  # decades of y one label line takes on a ~5-decade, ~560 px tall axis
+
+
+def roof_labels(computes: dict, bws: dict, pts: list[tuple[float, float]], x_lo: float, x_hi: float, y_lo: float,
+                fastest: float | None) -> list[dict]:
+    """Plotly annotations naming the roofs, in log10 axis units, each where the fewest
+    points (``pts``: (log10 AI, log10 TFLOP/s)) and earlier labels lie under it."""
+    placed: list[tuple[float, float, float, float]] = []  # x0, x1, y0, y1 of each label
+
+    def hits(box) -> int:
+        x0, x1, y0, y1 = box
+        n = sum(1 for x, y in pts if x0 - 0.05 <= x <= x1 + 0.05 and y0 - 0.03 <= y <= y1 + 0.03)
+        return n + 100 * sum(1 for b in placed if not (b[1] < x0 or b[0] > x1 or b[3] < y0 or b[2] > y1))
+
+    notes = []
+    lx_lo, lx_hi = math.log10(x_lo), math.log10(x_hi)
+    for k, v in sorted(computes.items(), key=lambda kv: -kv[1]):
+        text = f"{ROOF_LABELS.get(k, k)} {v / TF:.4g} TFLOP/s"
+        w, y = LABEL_DECADES_PER_CHAR * len(text), math.log10(v / TF)
+        ridge = math.log10(v / fastest) if fastest else lx_lo
+        starts = [lx_hi - w - 0.02, (max(ridge, lx_lo) + lx_hi - w) / 2, max(ridge, lx_lo) + 0.08]
+        best = None
+        for lift in (0.0, LABEL_HEIGHT, -LABEL_HEIGHT - 0.02):  # above the line; higher; below it
+            for x0 in starts:
+                box = (x0, x0 + w, y + lift, y + lift + LABEL_HEIGHT)
+                score = hits(box) + (0.5 if lift else 0)
+                if best is None or score < best[0]:
+                    best = (score, box)
+            if best[0] == 0:
+                break
+        box = best[1]
+        placed.append(box)
+        notes.append(dict(x=box[0], y=box[2], text=text, xanchor="left", yanchor="bottom", showarrow=False,
+                          font=dict(size=10, color="#333"), bgcolor="rgba(255,255,255,0.75)", name="roof-label"))
+    merged: list[tuple[float, list[str]]] = []
+    for level, bw in sorted(bws.items(), key=lambda kv: -kv[1]):
+        hit = next((m for m in merged if abs(m[0] / bw - 1) < 0.03), None)
+        if hit:
+            hit[1].append(level)
+        else:
+            merged.append((bw, [level]))
+    y_foot = math.log10(y_lo / TF)
+    for i, (bw, levels) in enumerate(merged):
+        names = " = ".join(LEVEL_NAMES.get(lv, lv) for lv in levels)
+        y = y_foot + 0.12 + LABEL_HEIGHT * 1.15 * i  # stacked, under the slowest point (a factor 3 above y_lo)
+        x = math.log10(10 ** y * TF / bw) + 0.04  # just right of the diagonal at that height
+        text = f"{names} {bw / 1e12:.3g} TB/s"
+        placed.append((x, x + LABEL_DECADES_PER_CHAR * len(text), y, y + LABEL_HEIGHT))
+        notes.append(dict(x=x, y=y, text=text, xanchor="left", yanchor="bottom", showarrow=False,
+                          font=dict(size=10, color="#555"), bgcolor="rgba(255,255,255,0.8)", name="roof-label"))
+    return notes
+
+
 def stall_overview(labels: list[str], sids: list[str], bars: dict[str, dict]) -> go.Figure:
-    """Stacked horizontal bars: warps per issued instruction by reason, one bar per launch."""
-    reasons = []
+    """Stacked horizontal bars: warps per issued instruction by reason, one bar per launch;
+    reasons largest first (summed over the launches shown), so the legend starts with them."""
+    total: dict[str, float] = {}
     for s in sids:
-        for r in bars.get(s, {}).get("reasons", []):
-            if r not in reasons:
-                reasons.append(r)
+        b = bars.get(s, {"reasons": [], "per_issue": []})
+        for r, v in zip(b["reasons"], b["per_issue"]):
+            total[r] = total.get(r, 0.0) + (v or 0.0)
+    reasons = sorted(total, key=lambda r: (r == "selected", -total[r]))
     fig = go.Figure()
     for r in reasons:
         vals = []
@@ -177,11 +235,11 @@ def stall_overview(labels: list[str], sids: list[str], bars: dict[str, dict]) ->
         fig.add_trace(go.Bar(y=labels, x=vals, name=r + (" (issuing, not a stall)" if r == "selected" else ""),
                              orientation="h", marker_color=REASON_COLORS.get(r, "#cccccc"),
                              hovertemplate=f"{r}: %{{x:.3g}} warps per issued instruction<extra>%{{y}}</extra>",
-                             meta={"role": "reason", "reason": r}))
+                             legendrank=len(fig.data) + 1, meta={"role": "reason", "reason": r}))
     fig.update_layout(**BASE_LAYOUT, barmode="stack", height=max(260, 70 + 24 * len(labels)),
                       title=dict(text="Warp states per issued instruction (smsp__average_warps_issue_stalled_*_per_issue_active)", x=0.01, font_size=13),
                       xaxis_title="warps per issued instruction", yaxis=dict(autorange="reversed", automargin=True),
-                      legend=dict(font_size=10))
+                      legend=dict(font_size=10, traceorder="normal"))
     return fig
 
 
@@ -217,3 +275,91 @@ def compact(fig: go.Figure) -> dict:
             if k in tr and tr[k] is not None:
                 tr[k] = [sig(v) if isinstance(v, float) else v for v in tr[k]]
     return d
+
+
+def _gpu_colour(model_key: str) -> str:
+    from flashprof.kernels.gpus import by_model_key
+    g = by_model_key(model_key)
+    return g.colour if g else "#555555"
+
+
+def gap_figure(groups: list[dict], *, height: int = 460) -> go.Figure:
+    """% of FA2 per kernel and GPU: observed (published, or measured on the H200) solid,
+    the issue model's prediction hollow with its seed spread (1 sd) as error bars."""
+    fig = go.Figure()
+    for i, g in enumerate(groups):
+        c = _gpu_colour(g["gpu_key"])
+        x = [f"K{t}" if t.isdigit() else ("FA2" if t == "ref" else t) for t in g["targets"]]
+        name = g["gpu"].replace("NVIDIA ", "")
+        fig.add_trace(go.Scatter(x=x, y=g["observed"], mode="lines+markers", name=f"{name}: observed",
+                                 line=dict(color=c, width=2), marker=dict(size=8, color=c), legendrank=10 + 2 * i,
+                                 customdata=g["observed_source"],
+                                 hovertemplate=f"{name} %{{x}}: %{{y:.1f}} % of FA2 (%{{customdata}})<extra></extra>",
+                                 meta={"role": "observed", "gpu_key": g["gpu_key"]}))
+        fig.add_trace(go.Scatter(x=x, y=g["predicted"], mode="markers", name=f"{name}: issue model (\u00b11 sd)",
+                                 marker=dict(size=9, color="white", line=dict(color=c, width=2), symbol="diamond"),
+                                 error_y=dict(type="data", array=g["sd"], color=c, thickness=1.2, width=4),
+                                 legendrank=11 + 2 * i,
+                                 hovertemplate=f"{name} %{{x}}: predicted %{{y:.1f}} % of FA2<extra>{g['binary']} binary</extra>",
+                                 meta={"role": "predicted", "gpu_key": g["gpu_key"]}))
+    fig.update_layout(**BASE_LAYOUT, height=height,
+                      title=dict(text="The gap: % of FA2 per kernel and GPU, published or measured vs the SASS issue model", x=0.01, font_size=13),
+                      yaxis=dict(title="% of FA2 (duration ratio)", rangemode="tozero"), xaxis=dict(title="kernel"),
+                      legend=dict(font_size=11, traceorder="normal"))
+    return fig
+
+
+def progression_figure(series: list[dict], labels: dict[str, str], colors: dict[str, str], *, height: int = 440) -> go.Figure:
+    """TFLOP/s over sequence length S per target (bench.csv), series order."""
+    fig = go.Figure()
+    for i, s in enumerate(series):
+        lab = labels.get(s["target"], s["target"])
+        fig.add_trace(go.Scatter(x=s["seq"], y=s["tflops"], mode="lines+markers", name=lab, legendrank=10 + i,
+                                 line=dict(color=colors.get(s["target"], "#888"), width=2,
+                                           dash="dash" if not s["target"].isdigit() else "solid"),
+                                 hovertemplate=f"{html.escape(lab)} S=%{{x}}: %{{y:.4g}} TFLOP/s<extra></extra>",
+                                 meta={"role": "bench", "target": s["target"]}))
+    fig.update_layout(**BASE_LAYOUT, height=height,
+                      title=dict(text="Kernels 1\u21927 over the sequence length (bench.csv, median of the timed repetitions)", x=0.01, font_size=13),
+                      xaxis=dict(title="sequence length S", type="log", dtick=math.log10(2), tickformat="d"),
+                      yaxis=dict(title="TFLOP/s", rangemode="tozero"), legend=dict(font_size=11, traceorder="normal"))
+    return fig
+
+
+def mix_figure(labels: list[str], mix: dict, *, height: int | None = None) -> go.Figure:
+    """Executed warp instructions by opcode (millions), one stacked bar per launch."""
+    fig = go.Figure()
+    for j, op in enumerate(mix["opcodes"]):
+        fig.add_trace(go.Bar(y=labels, x=[None if row[j] is None else row[j] / 1e6 for row in mix["counts"]], name=op,
+                             orientation="h", legendrank=10 + j,
+                             hovertemplate=f"{op}: %{{x:.4g}} M warp instructions<extra>%{{y}}</extra>",
+                             meta={"role": "opcode", "opcode": op}))
+    fig.update_layout(**BASE_LAYOUT, barmode="stack", height=height or max(260, 80 + 26 * len(labels)),
+                      title=dict(text="Executed SASS mix of each dominant launch (sass__inst_executed_per_opcode, millions of warp instructions)", x=0.01, font_size=13),
+                      xaxis_title="million warp instructions", yaxis=dict(autorange="reversed", automargin=True),
+                      legend=dict(font_size=11, traceorder="normal"))
+    return fig
+
+
+def memory_overview(labels: list[str], sids: list[str], bars: dict[str, dict]) -> go.Figure:
+    """Heat map: bytes/s at each memory level as % of the report's own bandwidth roof."""
+    levels = []
+    for s in sids:
+        for lv in bars.get(s, {}).get("levels", []):
+            if lv not in levels:
+                levels.append(lv)
+    z, text = [], []
+    for s in sids:
+        b = bars.get(s, {"levels": [], "pct": []})
+        row = dict(zip(b["levels"], b["pct"]))
+        z.append([row.get(lv) for lv in levels])
+        text.append(["" if row.get(lv) is None else f"{row[lv]:.0f}" for lv in levels])
+    fig = go.Figure(go.Heatmap(z=z, x=[LEVEL_NAMES.get(lv, lv) for lv in levels], y=labels, text=text,
+                               texttemplate="%{text}", colorscale="Oranges", zmin=0, zmax=100,
+                               colorbar=dict(title="% of roof"), hoverongaps=False,
+                               hovertemplate="%{y}<br>%{x}: %{z:.3g} % of its bandwidth roof<extra></extra>",
+                               meta={"role": "memory"}))
+    fig.update_layout(**BASE_LAYOUT, height=max(240, 90 + 24 * len(labels)),
+                      title=dict(text="Memory: bytes/s at each level as % of its bandwidth roof (the roofline's bytes; \u2020 flashprof level)", x=0.01, font_size=13),
+                      yaxis=dict(autorange="reversed", automargin=True))
+    return fig
