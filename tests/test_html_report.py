@@ -263,20 +263,21 @@ def test_verdict_first_from_raw_metrics(h200_page):
     assert verdict["kernel1"]["sol_bound"] == "memory" and verdict["kernel1"]["roof"] == "shared memory"
     # a fill kernel of the FlexAttention report is not an attention launch: no % of FA2 anywhere on the page
     flex_fill = next(x for x in data["launches"] if x["sid"] == "flex_attention-attention#0")
-    assert summary["flex_attention-attention#0"]["pct_of_fa2"] is not None  # the summary has one ...
+    # the summary has none for it (null with a reason), and the page shows none: FA2's time over this
+    # 1.8 us launch would read 331,675 %
+    assert summary["flex_attention-attention#0"]["pct_of_fa2"] is None
     row = re.search(r"<tr data-i='\d+' data-sid='flex_attention-attention#0'[^>]*>(.*?)</tr>", body, re.S).group(1)
-    fa2 = summary["flex_attention-attention#0"]["pct_of_fa2"]
-    assert f"{fa2:,.0f}" not in row and f"{fa2:.3g}" not in row  # ... the page does not show it
+    assert "331,6" not in row and "3.32e+05" not in row
     assert not flex_fill["dominant"]
 
 
 def test_series_order_and_stall_overview_by_size(h200_page):
     data = blob(h200_page)
     reports = list(dict.fromkeys(x["report"] for x in data["launches"]))
-    series = [f"kernel{i}" for i in range(1, 8)] + ["ref", "cudnn"]
-    assert reports[:9] == series and sorted(reports[9:]) == reports[9:]
+    series = [f"kernel{i}" for i in range(1, 8)] + ["kernel7mma", "ref", "cudnn"]
+    assert reports[:10] == series and sorted(reports[10:]) == reports[10:]
     colors = [next(x["color"] for x in data["launches"] if x["report"] == r) for r in series]
-    assert len(set(colors)) == 9  # one distinct colour per series kernel and anchor
+    assert len(set(colors)) == 10  # one distinct colour per series kernel and anchor
     summary = summary_json(H200)
     big = [r for r in summary if r["time_share"] >= 0.01]
     fig = data["overview"]["stalls"]
@@ -320,7 +321,10 @@ def test_compare_leads_with_speedup_and_warns(h200_page):
     p = data["compare"]["kernel1|kernel7"]["pairs"][0]
     want = summary["kernel1#0"]["duration_ns"] / summary["kernel7#0"]["duration_ns"]
     assert close(p["speedup"], want, 1e-3) and p["speedup"] > 6  # kernel 7 is 6.4x faster than kernel 1
-    assert p["warnings"] == []  # same GPU, clock within 2 %, same function, same shape
+    # the wgmma kernel 7 is another function and ran at 1.70 GHz against kernel 1's 1.79
+    assert sorted(w.split(":")[0] for w in p["warnings"]) == ["different SM clocks", "different kernels"]
+    q = data["compare"]["kernel1|kernel6"]["pairs"][0]
+    assert q["warnings"] == []  # same GPU, clock within 2 %, same function, same shape
     w = data["compare"]["kernel7|cudnn"]["pairs"][0]["warnings"]
     assert any(x.startswith("different kernels") for x in w)
     assert data["compare_default"] == ["kernel6", "kernel7"]
@@ -384,10 +388,10 @@ def test_foreign_labels_whole_and_demangled_functions(foreign_page):
     for x in data["launches"]:
         stem_tail = "/".join(x["report"].split("__")[-2:])
         assert x["label"].startswith(stem_tail) and "\u2026" not in x["label"]  # never cut
-        if x["kernel"] == "Kernel":  # CUTLASS: the demangled name tells the launches apart
+        if x["kernel"].startswith("Kernel<"):  # CUTLASS: the demangled name tells the launches apart
             inner = full[x["sid"]].split("<", 2)[1].split("::")[-1]  # e.g. B2bGemm, Gemm
             assert x["function"].startswith(f"cutlass::Kernel<{inner}<"), (x["function"], full[x["sid"]])
-    assert len({x["function"] for x in data["launches"] if x["kernel"] == "Kernel"}) >= 2
+    assert len({x["function"] for x in data["launches"] if x["kernel"].startswith("Kernel<")}) >= 2
     # two reports on two GPUs: the compare view says the pair is not like for like
     pairs = data["compare"]
     warn = next(iter(pairs.values()))["pairs"][0]["warnings"]
