@@ -32,7 +32,7 @@ PY      = $(if $(wildcard $(VENV_PY)),$(VENV_PY),$(error no $(VENV) here: run 'm
 
 # User values reach the recipes through the environment, quoted: a KERNEL such as
 # "6; rm -rf /" is one argument that profiling/kernels reject, never shell code.
-export KERNEL SEQ DTYPE SET ARCH A B REPORTS LAUNCH HTML WHEELS WORKERS TARGET KERNEL_REGEX MAX_LAUNCHES SEQS
+export KERNEL SEQ DTYPE SET ARCH A B REPORTS LAUNCH HTML WHEELS EXTRAS WORKERS TARGET KERNEL_REGEX MAX_LAUNCHES SEQS
 
 .DEFAULT_GOAL := help
 .PHONY: help setup doctor test test-fast figures report build profile bench gpu-session tune ceilings sass sass-diff sass-data gap summary notebook clean
@@ -40,13 +40,15 @@ export KERNEL SEQ DTYPE SET ARCH A B REPORTS LAUNCH HTML WHEELS WORKERS TARGET K
 help: ## list targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-setup: $(SETUP_STAMP) ## create .venv once: flashprof[dev,notebook]; GPU=1 [WHEELS=dir]: over the system's torch
+setup: $(SETUP_STAMP) ## create .venv once: flashprof[dev,notebook]; GPU=1 [WHEELS=dir] [EXTRAS=notebook]: over the system's torch
 
 $(STAMP): pyproject.toml
 	test -x $(VENV_PY) || python3 -m venv $(VENV) && $(VENV_PY) -m pip install -q -e '.[dev,notebook]' && touch $@
 
-$(GPU_STAMP): pyproject.toml
-	python3 -m flashprof setup-gpu --venv $(VENV) --wheels "$$WHEELS"
+$(GPU_STAMP): pyproject.toml $(if $(EXTRAS),FORCE)
+	python3 -m flashprof setup-gpu --venv $(VENV) --wheels "$$WHEELS" --extras "$$EXTRAS"
+
+FORCE:
 
 doctor: ## what this machine has (GPU, clocks, ncu, counters, ncu_report...) and what each target lacks
 	$(if $(wildcard $(VENV_PY)),$(VENV_PY),python3) -m flashprof doctor

@@ -57,7 +57,8 @@ def jupyter_command(path: Path, extra: list[str], euid: int | None = None) -> li
     if importlib.util.find_spec("notebook") is None and importlib.util.find_spec("jupyter_server") is None:
         from flashprof.kernels.cli import FlashprofError
         raise FlashprofError("Jupyter is not installed in this Python: 'make setup' installs it (CPU venv); "
-                             "on the GPU machine carry its wheels and run 'make setup GPU=1 WHEELS=dir'")
+                             "on the GPU machine run 'make setup GPU=1 EXTRAS=notebook' (without a registry "
+                             "add WHEELS=dir holding the wheels of jupyter and its dependencies)")
     euid = os.geteuid() if euid is None and hasattr(os, "geteuid") else euid
     root = ["--allow-root"] if euid == 0 and "--allow-root" not in extra else []
     return [sys.executable, "-m", "jupyter", "notebook", *root, *extra, str(path)]

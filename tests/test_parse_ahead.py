@@ -130,3 +130,27 @@ def test_background_thread_starts_after_every_import_it_needs(monkeypatch):
         else:
             continue
         assert any(m in prof.UP_FRONT_ANALYSIS or words[1] in prof.UP_FRONT_ANALYSIS for m in mods), line
+
+
+def test_a_hung_machine_check_ends_in_one_line(monkeypatch):
+    """Every wait in profiling has a limit: a GPU check that never returns (torch's import
+    stuck, a wedged driver) ends in one error naming what was waited for."""
+    import threading
+    import time
+
+    from flashprof.kernels.cli import FlashprofError
+    from flashprof.profiling import env, profile
+
+    release = threading.Event()
+    monkeypatch.setattr(env, "gpu_info", lambda: release.wait(30) or {})
+    monkeypatch.setenv("FLASHPROF_CHECK_TIMEOUT", "1")
+    m = profile.Machine(["6"], 4096, "ncu", preload=False)
+    m._thread.start()
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(FlashprofError, match=r"machine check .* did not finish in 1 s"):
+            m.result()
+        assert time.perf_counter() - t0 < 5
+        assert m.join_preload(0.1) is False  # still running: said, not waited on forever
+    finally:
+        release.set()

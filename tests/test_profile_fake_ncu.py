@@ -247,6 +247,37 @@ def test_profile_all_checks_tuned_tile_before_profiling(fake_ncu, fake_machine, 
     assert not list(args.out_dir.rglob("*.ncu-rep"))  # refused before anything ran
 
 
+def test_two_profiles_in_a_row_both_complete(fake_ncu, fake_machine, tmp_path, monkeypatch):
+    """`make profile KERNEL=7` then `KERNEL=6` (the H200 hang of issue 33), as far as a CPU
+    can run it: both in one process, kernel 6 cold (it must build) after kernel 7, each under
+    a time limit; both reports and sidecars land."""
+    import threading
+
+    from flashprof.profiling import profile
+    from flashprof.profiling.profile import profile_all
+    from flashprof.profiling.workload import Shape
+
+    monkeypatch.setenv("FAKE_NCU_MODE", "ok")
+    monkeypatch.setattr(profile, "_built", lambda cfg: False)  # cold: the build-in-this-process path
+    # the analysis stays on (the background thread imports it while this one "builds"); only its
+    # last step, which would parse the fake reports, is left out
+    monkeypatch.setattr(profile, "analyse", lambda paths, machine, stream: machine.join_preload(60) and {})
+    args = _args(tmp_path, no_analysis=False)
+    args.out_dir.mkdir()
+    args.paths_file.parent.mkdir()
+    done = []
+    for name in ("7", "6"):
+        t = threading.Thread(target=lambda n=name: done.append(profile_all([n], Shape(16, 4096), args, str(fake_ncu))),
+                             daemon=True)
+        t.start()
+        t.join(120)
+        assert not t.is_alive(), f"make profile KERNEL={name} did not finish in 120 s"
+    assert done == [0, 0]
+    for stem in ("kernel7", "kernel6"):
+        assert (args.out_dir / f"{stem}.ncu-rep").read_text().startswith("NEW REPORT")
+        assert (args.out_dir / f"{stem}.json").is_file()
+
+
 def test_build_progress_format(capsys):
     from flashprof.kernels.build import _progress
 

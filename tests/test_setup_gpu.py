@@ -194,3 +194,26 @@ def test_gpu_venv_made_with_a_relative_path_works_from_any_directory(system_venv
     r = subprocess.run([str(work / "rel-venv" / "bin" / "python"), "-c", "import flashprof.paths as p; print(p.PACKAGE)"],
                        cwd=elsewhere, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and Path(r.stdout.strip()) == (ROOT / "flashprof").resolve(), r.stderr
+
+
+def test_the_gpu_venv_offers_the_notebook_extra():
+    """`make setup GPU=1 EXTRAS=notebook` installs pyproject's notebook extra on top of the GPU
+    venv's requirements; an unknown extra is one line naming the known ones."""
+    import tomllib
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    reqs = setup_gpu.requirements(extras=("notebook",))
+    assert set(project["optional-dependencies"]["notebook"]) <= set(reqs)
+    assert set(setup_gpu.requirements()) == set(reqs) - set(project["optional-dependencies"]["notebook"])
+    with pytest.raises(setup_gpu.SetupError, match="unknown extra jupyterlab: pyproject.toml has .*notebook"):
+        setup_gpu.requirements(extras=("jupyterlab",))
+    make = (ROOT / "Makefile").read_text()
+    assert '--extras "$$EXTRAS"' in make and "EXTRAS" in make.split("export ", 1)[1].splitlines()[0]
+
+
+def test_notebook_without_jupyter_says_how_to_add_it(monkeypatch):
+    import importlib.util
+    from flashprof import verbs
+    from flashprof.kernels.cli import FlashprofError
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    with pytest.raises(FlashprofError, match="make setup GPU=1 EXTRAS=notebook"):
+        verbs.jupyter_command(Path("x.ipynb"), [])

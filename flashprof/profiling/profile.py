@@ -258,15 +258,28 @@ class Machine:
         return self._done.is_set()
 
     def result(self) -> dict:
-        self._done.wait()
+        if not self._done.wait(check_timeout()):
+            raise FlashprofError(
+                f"the machine check (torch import, GPU query, nvidia-smi, ncu --version) did not finish in "
+                f"{check_timeout():.0f} s; nothing was written (FLASHPROF_CHECK_TIMEOUT=seconds to wait longer)")
         if self._error is not None:
             raise self._error
         assert self._value is not None
         return self._value
 
-    def join_preload(self, timeout: float | None = None) -> None:
+    def join_preload(self, timeout: float | None = None) -> bool:
+        """Wait for the background imports and parse-ahead; False if still running after ``timeout``."""
         if self._thread.is_alive():
             self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
+def check_timeout() -> float:
+    """Seconds ``Machine.result`` waits for the background check (FLASHPROF_CHECK_TIMEOUT, default 300)."""
+    try:
+        return max(1.0, float(os.environ.get("FLASHPROF_CHECK_TIMEOUT", "300")))
+    except ValueError:
+        return 300.0
 
 
 class _Held:
@@ -573,7 +586,9 @@ def _finish(paths: list[Path], args, machine: Machine, stages: dict[str, float],
 def analyse(paths: list[Path], machine: Machine, stream) -> dict[str, float]:
     """The new reports' summary (stdout) and the figures they change, from one parse of
     their folder: the frame the summary reads is the one the figures draw."""
-    machine.join_preload()
+    if not machine.join_preload(check_timeout()):
+        print(f"profile: note: the background parse of the folder did not finish in {check_timeout():.0f} s; "
+              "the analysis parses it itself", file=stream, flush=True)
     if machine.preload_error is not None:
         raise FlashprofError(f"the analysis stage cannot start: {machine.preload_error}")
     from flashprof.analysis.charts import driver

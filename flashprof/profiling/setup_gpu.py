@@ -43,14 +43,22 @@ class SetupError(FlashprofError):
     exit_code = 1
 
 
-def requirements(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
-    """The base dependencies and the ``gpu`` extra, as written in pyproject.toml."""
+def requirements(pyproject: Path = ROOT / "pyproject.toml", extras: tuple[str, ...] = ()) -> list[str]:
+    """The base dependencies, the ``gpu`` extra and any further ``extras`` (e.g. ``notebook``),
+    as written in pyproject.toml; an unknown extra is a SetupError naming the known ones."""
     try:
         import tomllib
     except ImportError:  # Python 3.10
         from pip._vendor import tomli as tomllib
     project = tomllib.loads(pyproject.read_text())["project"]
-    return list(project["dependencies"]) + list(project["optional-dependencies"]["gpu"])
+    optional = project["optional-dependencies"]
+    unknown = [e for e in extras if e not in optional]
+    if unknown:
+        raise SetupError(f"unknown extra {', '.join(unknown)}: pyproject.toml has {', '.join(sorted(optional))}")
+    reqs = list(project["dependencies"]) + list(optional["gpu"])
+    for e in extras:
+        reqs += [r for r in optional[e] if r not in reqs]
+    return reqs
 
 
 def dist_name(req: str) -> str:
@@ -217,13 +225,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--wheels", default="", help="install only from this folder (no registry)")
     p.add_argument("--require", action="append", default=None,
                    help="requirement (repeatable); default: pyproject's dependencies + the gpu extra")
+    p.add_argument("--extras", default="",
+                   help="further pyproject extras, comma list (e.g. notebook: Jupyter for make notebook)")
     args = p.parse_args(argv)
+    extras = tuple(e.strip() for e in args.extras.split(",") if e.strip())
     wheels = Path(args.wheels).resolve() if args.wheels else None
     fresh = not args.venv.exists()
 
     def body() -> int:
         try:
-            have = setup(args.venv, wheels, args.require or requirements())
+            have = setup(args.venv, wheels, args.require or requirements(extras=extras))
         except SetupError:
             if fresh:  # leave no half-made venv behind for the GPU targets to run in
                 shutil.rmtree(args.venv, ignore_errors=True)
