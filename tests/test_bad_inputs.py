@@ -22,7 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 KERNEL6 = ROOT / "reports" / "h200" / "kernel6.ncu-rep"
-VALID = "1, 2, 3, 4, 5, 6, 7, ref, cudnn or all, or your own path/to/file.py:function"
+VALID = "1, 2, 3, 4, 5, 6, 7, 7mma, ref, cudnn or all, or your own path/to/file.py:function"
 NCU_MISSING = ("Nsight Compute ('ncu') not found: install Nsight Compute, put ncu on PATH or set "
                "FLASHPROF_NCU=/path/to/ncu")
 NO_GPU = ("no CUDA GPU is visible (torch.cuda.is_available() is False); "
