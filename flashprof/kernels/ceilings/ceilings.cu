@@ -3,17 +3,21 @@
 //                          "measurement" record per benchmark (raw cycles, ms and work)
 //   ceilings wgmma      -> the same for the wgmma benchmark alone (sm_90a builds; a separate
 //                          process, so that a fault there cannot cost the other results)
+//   ceilings mix        -> HMMA with K interleaved FFMA / IMAD / MUFU.EX2 per HMMA, with and
+//                          without operand reuse (mix.cuh; issue 31's candidate costs)
 // Exit status: 0 if every self-check passed, 1 if any failed (the records still print),
 // 3 on a CUDA error. profiling/ceilings.py builds, runs and interprets this program.
 #include <cstring>
 
 #include "latency.cuh"
+#include "mix.cuh"
 #include "wgmma.cuh"
 
 using namespace ceilings;
 
 int main(int argc, char** argv) {
     const bool wgmma_only = argc > 1 && std::strcmp(argv[1], "wgmma") == 0;
+    const bool mix_only = argc > 1 && std::strcmp(argv[1], "mix") == 0;
     int dev_id = 0, count = 0;
     CHECK(cudaGetDeviceCount(&count));
     if (count == 0) {
@@ -49,6 +53,14 @@ int main(int argc, char** argv) {
         }
         std::fprintf(stderr, "ceilings: this build has no wgmma (not compiled for sm_90a)\n");
         return 0;
+    }
+    if (mix_only) {
+        bool ok = true;
+        for (const Record& r : bench_mma_mixes(dev)) {
+            emit(r);
+            ok = ok && r.check == "ok";
+        }
+        return ok ? 0 : 1;
     }
     all.push_back(bench_mma(dev, false, kWarpsPerScheduler, "mma_f16_f32", "throughput"));
     all.push_back(bench_mma(dev, true, kWarpsPerScheduler, "mma_bf16_f32", "throughput"));

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# One H200 call (repo root; .whl/ carries ncu-report + plotly): issue 31's candidate costs around
+# HMMA, measured. The ceilings binary's `mix` mode (flashprof/kernels/ceilings/mix.cuh): HMMA at
+# full rate with K interleaved FFMA / IMAD / MUFU.EX2 per HMMA, with and without operand reuse;
+# then the same kernels under Nsight Compute (stall reasons, pipes, issue slots).
+# Outputs under $OUT: mma_mix.raw.jsonl, mma_mix_clocks.txt, mma_mix.ncu-rep, mma_mix.log.
+set -uo pipefail
+: "${OUT:?}"
+T0=$(date +%s)
+say() { echo "=== [$(( $(date +%s) - T0 )) s] $*"; }
+make setup GPU=1 WHEELS=.whl > "$OUT/setup.log" 2>&1 || { tail -20 "$OUT/setup.log"; exit 1; }
+EXE=$(.venv/bin/python -c "from flashprof.kernels import ceilings as b; print(b.build('sm_90a'))") || exit 1
+say "built $EXE"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/mma_mix_clocks.txt"
+( while sleep 0.5; do nvidia-smi --query-gpu=clocks.sm --format=csv,noheader,nounits; done ) >> "$OUT/mma_mix_clocks.txt" &
+SMI=$!
+timeout 300 "$EXE" mix > "$OUT/mma_mix.raw.jsonl" 2> "$OUT/mma_mix.log"
+say "mix exit $?: $(grep -c measurement "$OUT/mma_mix.raw.jsonl") records"
+kill $SMI 2>/dev/null
+timeout 300 ncu --clock-control none -f -k regex:k_mma_mix --section SpeedOfLight --section ComputeWorkloadAnalysis \
+    --section SchedulerStats --section WarpStateStats --section LaunchStats --section Occupancy \
+    --section InstructionStats -o "$OUT/mma_mix" "$EXE" mix >> "$OUT/mma_mix.log" 2>&1
+say "ncu exit $?"; tail -n 3 "$OUT/mma_mix.log"; ls -la "$OUT"
