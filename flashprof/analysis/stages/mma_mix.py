@@ -1,0 +1,86 @@
+"""HMMA with interleaved instructions (the ceilings binary's ``mix`` mode): measured rate
+against the rate that independent resources would allow (pure; raw records in, frame out).
+
+Input: the ``measurement`` records of ``ceilings mix`` (``mma_mix.raw.jsonl``) and the
+measured per-SM peaks of the same GPU (``ceilings.json``: mma_f16_f32, ffma, mufu_ex2).
+Output: one row per point (kind, K interleaved instructions per HMMA, operand reuse) with
+
+* ``hmma_per_clk_sm``: measured HMMA.16816 per SM clock (work / cycles, median over repeats);
+* ``rel``: that rate over the same reuse setting's K = 0 rate;
+* ``bound``: what an issue model with independent resources predicts (as a fraction of
+  the K = 0 rate): one instruction issued per scheduler per cycle, the tensor pipe taking
+  one HMMA every ``interval`` cycles, and the other instruction's pipe its measured rate;
+  the minimum of the three limits (IMAD is assumed to issue at the FFMA pipe's rate, labelled);
+* ``missing_pct``: 100 x (1 - rel / bound), the cost such a model does not produce.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pandas as pd
+
+HMMA_FLOP = 2 * 16 * 8 * 16     # one mma.sync m16n8k16
+SCHEDULERS = 4                   # warp schedulers (sub-partitions) per SM
+WARP = 32
+COLUMNS = ("name", "kind", "k", "reuse", "hmma_per_clk_sm", "spread_pct", "rel", "bound", "bound_by",
+           "missing_pct", "check")
+
+
+def load_records(path: Path) -> list[dict]:
+    """The measurement records of a ``ceilings mix`` output (JSON lines)."""
+    out = []
+    for line in Path(path).read_text().splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            rec = json.loads(line)
+            if rec.get("record") == "measurement" and rec.get("kind") == "mix":
+                out.append(rec)
+    return out
+
+
+def _parse_name(name: str) -> tuple[str, int, bool]:
+    # mma_mix_<kind>_k<K>[_noreuse]
+    parts = name.split("_")
+    return parts[2], int(parts[3][1:]), not name.endswith("_noreuse")
+
+
+def mix_frame(records: list[dict], peaks: dict[str, float]) -> pd.DataFrame:
+    """Rows per point (see the module docstring). ``peaks``: measured per-SM rates,
+    ``mma_f16_f32`` (FLOP/clk/SM), ``ffma`` (FLOP/clk/SM), ``mufu_ex2`` (op/clk/SM)."""
+    interval = HMMA_FLOP * SCHEDULERS / peaks["mma_f16_f32"]          # cycles per HMMA per scheduler
+    per_sched = {  # warp instructions per cycle per scheduler of the interleaved pipe
+        "ffma": peaks["ffma"] / 2 / WARP / SCHEDULERS,
+        "imad": peaks["ffma"] / 2 / WARP / SCHEDULERS,  # assumed: IMAD at the FMA pipe's rate
+        "ex2": peaks["mufu_ex2"] / WARP / SCHEDULERS,
+    }
+    rows = []
+    for rec in records:
+        kind, k, reuse = _parse_name(rec["name"])
+        rates = [rec["work"] / HMMA_FLOP / c for c in rec["cycles"] if c > 0]
+        rate = statistics.median(rates) if rates else float("nan")
+        spread = 100 * (max(rates) - min(rates)) / rate if len(rates) > 1 else float("nan")
+        limits = {"tensor pipe": 1.0}
+        if k:
+            limits["issue slots"] = min(1.0, interval / (1 + k))
+            limits[f"{kind} pipe"] = min(1.0, interval * per_sched[kind] / k)
+        bound_by = min(limits, key=limits.get)
+        rows.append({"name": rec["name"], "kind": kind, "k": k, "reuse": reuse, "hmma_per_clk_sm": rate,
+                     "spread_pct": spread, "bound": limits[bound_by], "bound_by": bound_by, "check": rec["check"]})
+    df = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("rel", "missing_pct")])
+    base = {r: df[(df["k"] == 0) & (df["reuse"] == r)]["hmma_per_clk_sm"].median() for r in (True, False)}
+    df["rel"] = [v / base[r] for v, r in zip(df["hmma_per_clk_sm"], df["reuse"])]
+    df["missing_pct"] = 100 * (1 - df["rel"] / df["bound"])
+    return df[list(COLUMNS)].sort_values(["kind", "reuse", "k"], ascending=[True, False, True]).reset_index(drop=True)
+
+
+def peaks_from_ceilings(path: Path) -> dict[str, float]:
+    """The three per-SM rates mix_frame needs, from a ceilings.json (make ceilings)."""
+    doc = json.loads(Path(path).read_text())
+    want = {"mma_f16_f32", "ffma", "mufu_ex2"}
+    got = {m["name"]: m["value"] for m in doc["measurements"] if m["name"] in want and m["kind"] == "throughput"}
+    missing = want - set(got)
+    if missing:
+        raise KeyError(f"{path}: no {', '.join(sorted(missing))} throughput")
+    return got
