@@ -128,7 +128,7 @@ def cases(d: Path) -> dict:
         "seq_not_int": (prof + ["6", "--seq", "4k"], {}, "profile: error: argument --seq: invalid int value: '4k' (see --help)"),
         "seq_tile": (prof + ["6", "--seq", "100"], notorch, "profile: error: SEQ=100 is not a multiple of kernel 6's tile (64)"),
         "seq_tile_all": (prof + ["all", "--seq", "100"], notorch,
-                         "profile: error: SEQ=100 is not a multiple of 64, the largest tile of kernels 1, 2, 3, 4, 5, 6, 7"),
+                         "profile: error: SEQ=100 is not a multiple of 64, the largest tile of kernels 1, 2, 3, 4, 5, 6, 7, 7mma"),
         "set_bogus": (prof + ["6", "--set", "everything"], {},
                       "profile: error: argument --set: invalid choice: 'everything' (choose from 'full', 'detailed', "
                       "'basic', 'roofline') (see --help)"),
@@ -161,14 +161,14 @@ def cases(d: Path) -> dict:
         "tune_seqs": ([PY, "-m", "flashprof.profiling.tune", "--seqs", "1024,x"], {},
                       "tune: error: bad --seqs '1024,x': give comma-separated integers"),
         "tune_no_gpu": ([PY, "-m", "flashprof.profiling.tune"], nogpu, f"tune: error: {NO_GPU}"),
-        "build_9": ([PY, "-m", "flashprof.kernels.build", "9"], {}, "build: error: unknown kernel 9: valid kernels are 1-7"),
+        "build_9": ([PY, "-m", "flashprof.kernels.build", "9"], {}, "build: error: unknown kernel 9: valid kernels are 1-7 and 7mma"),
         "build_no_torch": ([PY, "-m", "flashprof.kernels.build", "6"], notorch | {"TORCH_CUDA_ARCH_LIST": None},
                            "build: error: torch is not installed: building a kernel needs torch with CUDA "
                            "(the 'gpu' extra) on a machine with an NVIDIA GPU"),
         "target_9": ([PY, "-m", "flashprof.profiling.ncu_program", "9"], notorch,
                      f"target: error: unknown KERNEL '9': valid values are {VALID}"),
         "target_all": ([PY, "-m", "flashprof.profiling.ncu_program", "all"], notorch,
-                       "target: error: one KERNEL expected here, got 'all' (9 targets)"),
+                       "target: error: one KERNEL expected here, got 'all' (10 targets)"),
         "target_no_gpu": ([PY, "-m", "flashprof.profiling.ncu_program", "6"], nogpu, f"target: error: {NO_GPU}"),
         # ---- user targets (TARGET=file.py:fn): checked before the machine, like KERNEL
         "target_missing_file": (prof + [f"{byo}/missing.py:attention"], nogpu,

@@ -84,3 +84,28 @@ def peaks_from_ceilings(path: Path) -> dict[str, float]:
     if missing:
         raise KeyError(f"{path}: no {', '.join(sorted(missing))} throughput")
     return got
+
+
+def markdown(df: pd.DataFrame) -> str:
+    """The frame as a Markdown table (one row per point)."""
+    head = "| interleaved | K per HMMA | operand reuse | HMMA/clk/SM | rate vs K=0 | bound (independent resources) | bound by | missing |"
+    lines = [head, "|---|---|---|---|---|---|---|---|"]
+    for r in df.to_dict("records"):
+        lines.append(f"| {r['kind']} | {r['k']} | {'yes' if r['reuse'] else 'no'} | {r['hmma_per_clk_sm']:.3f} | "
+                     f"{r['rel']:.3f} | {r['bound']:.3f} | {r['bound_by']} | {r['missing_pct']:+.1f} % |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m flashprof.analysis.stages.mma_mix RAW CEILINGS_JSON OUT_CSV``: the table of one run."""
+    import sys
+
+    raw, ceilings, out = (argv if argv is not None else sys.argv[1:])[:3]
+    df = mix_frame(load_records(Path(raw)), peaks_from_ceilings(Path(ceilings)))
+    df.to_csv(out, index=False, float_format="%.6g")
+    print(markdown(df), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

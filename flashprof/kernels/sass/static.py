@@ -271,7 +271,8 @@ def _profiled_kernel7() -> list[tuple[str, KernelConfig]]:
     """(GPU folder, config) of each kernel-7 report shipped in reports/<gpu>/ (its sidecar's
     config): the analysis reads those configs' loop counts, also after tuned.json moved on."""
     out = []
-    for side in sorted(REPO.glob("reports/*/kernel7.json")):
+    # kernel 7 and its mma.sync form (7mma: the kernel 7 profiled before the wgmma switch)
+    for side in sorted([*REPO.glob("reports/*/kernel7.json"), *REPO.glob("reports/*/kernel7mma.json")]):
         try:
             cfg = json.loads(side.read_text()).get("config")
             if cfg:
