@@ -601,3 +601,18 @@ def test_lacks_says_how_many_launches(tmp_path):
     assert per == {q: (n, 45) for q, n in want.items()}
     assert per["duration_ns"] == (no_duration, 45)
     assert f"{recipes.LABELS['duration_ns']}: 1 of 45 launches" in out.read_text()
+
+
+def test_context_only_where_it_tells_call_sites_apart(foreign_page, h200_page):
+    """A file:line under one PC-order context stays one group without a context (CUTLASS:
+    everything sits under device_kernel.h's one call); one under several gets one group each."""
+    for out in (foreign_page[1], h200_page):
+        for sid, v in blob(out)["sources"].items():
+            per: dict[str, list] = {}
+            for g in v["groups"]:
+                per.setdefault(g["loc"], []).append(g)
+            for loc, gs in per.items():
+                if len(gs) == 1:
+                    assert gs[0]["ctx"] is None and gs[0]["key"] == loc, (sid, loc)
+                else:
+                    assert all(g["ctx"] for g in gs) and len({g["ctx"] for g in gs}) == len(gs), (sid, loc)

@@ -348,16 +348,18 @@ def display_paths(files) -> dict[str, str]:
 
 def source_view(src: pd.DataFrame, max_lines: int = SOURCE_MAX_LINES) -> dict:
     """One launch's SASS lines with stall samples, grouped under their file:line (and, for a
-    line outside the kernel's own file, its PC-order context: the nearest earlier instruction
-    of the kernel's file, so an inline wrapper's line under two call sites becomes two
-    groups), hottest group first and hottest line first inside a group.
+    line outside the kernel's own file whose instructions sit in more than one context, its
+    PC-order context: the nearest earlier instruction of the kernel's file, so an inline
+    wrapper's line under two call sites becomes two groups), hottest group first and hottest
+    line first inside a group.
 
     {"reasons": [...], "total": all stall samples, "lines_with_samples": n, "kept": n,
      "groups": [{"key", "loc", "file", "line", "text", "ctx", "ctx_text", "samples",
                  "lines": [[pc_offset, sass, samples, by_reason]]}]}
     where ``by_reason`` is flat [reason index, samples, ...] over the reasons with samples,
     ``text`` the source line's text where the report imported it (else ""), ``ctx`` the
-    context's file:line (None for a line of the kernel's own file or without line info)."""
+    context's file:line (None for a line of the kernel's own file, a line under one context
+    only, or one without line info)."""
     cols = stall_columns(src)
     if src.empty or not cols:
         return {"reasons": [], "total": 0, "lines_with_samples": 0, "kept": 0, "groups": []}
@@ -402,6 +404,13 @@ def source_view(src: pd.DataFrame, max_lines: int = SOURCE_MAX_LINES) -> dict:
         g["samples"] += int(row["_n"])
         sparse = [x for i, c in enumerate(cols) if row[c] > 0 for x in (i, int(row[c]))]
         g["lines"].append([int(row["pc_offset"]), str(row["sass"]), int(row["_n"]), sparse])
+    # a context only where it tells call sites apart: a line under one context stays one group
+    per_loc: dict[str, list[dict]] = {}
+    for g in groups.values():
+        per_loc.setdefault(g["loc"], []).append(g)
+    for loc, gs in per_loc.items():
+        if len(gs) == 1 and gs[0]["ctx"] is not None:
+            gs[0].update(key=loc, ctx=None, ctx_text=None)
     ordered = sorted(groups.values(), key=lambda g: (-g["samples"], -max(x[2] for x in g["lines"])))
     return {"reasons": order, "total": int(total), "lines_with_samples": n_hot, "kept": len(hot),
             "max_line": max((x[2] for g in ordered for x in g["lines"]), default=0), "groups": ordered}

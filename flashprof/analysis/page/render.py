@@ -425,7 +425,7 @@ def launch_html(data: dict) -> str:
             f"_not_issued subsets left out). Groups and lines hottest first; a bar's length is the line's samples against the "
             f"hottest line's, split by reason (hover it). File paths are relative to the sources' common folder; beside each file:line "
             f"its source text where the report imported it (<code>--import-source yes</code>). A line outside the kernel's own file (an "
-            f"inline helper such as an <code>mma.sync</code> wrapper) is split by its context: <i>\u2190 near file:line</i> is the nearest "
+            f"inline helper such as an <code>mma.sync</code> wrapper) under more than one context is split by it: <i>\u2190 near file:line</i> is the nearest "
             f"earlier instruction of the kernel's own file in PC order, which tells its call sites apart (Nsight Compute's reader gives "
             f"no inline call stack). Lines without file:line need <code>-lineinfo</code> at build time and "
             f"<code>--import-source yes</code> when profiling.</p>"
