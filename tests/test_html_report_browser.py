@@ -281,3 +281,36 @@ def test_roof_labels_clear_of_points(driver, page):
         for lab in c["labels"]:
             for pt in c["points"]:
                 assert _overlap(lab, pt) == 0, (lab, pt)
+
+
+def test_rules_top_three_open_and_source_text_beside_its_lines(driver, page):
+    """kernel 1: Nsight Compute's rule results (read here from ncu_report), three open and
+    the rest folded; each source group shows its line's text, the mma.sync wrapper's line
+    once per context (near the gemm_qk call, near s_to_p)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+    from flashprof.analysis.report.ncu_import import ncu_report
+    driver.get(page.as_uri())
+    WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
+    driver.execute_script("const s = document.getElementById('launch-select'); s.value = 'kernel1#0'; s.dispatchEvent(new Event('change'));")
+    got = driver.execute_script("""const box = document.getElementById('launch-rules');
+        const open = Array.from(box.children).filter(e => e.classList.contains('rule'));
+        const folded = box.querySelectorAll('#rules-more .rule');
+        return [open.map(e => [e.querySelector('b').textContent, e.offsetHeight > 0]), folded.length,
+                box.querySelector('#rules-more') ? box.querySelector('#rules-more').open : null, box.textContent];""")
+    action = ncu_report().load_report(str(H200 / "kernel1.ncu-rep")).range_by_idx(0).action_by_idx(0)
+    raw = [d for d in action.rule_results_as_dicts() if d["rule_message"]["title"] or d["rule_message"]["message"]]
+    open_rules, n_folded, is_open, text = got
+    assert len(open_rules) == 3 and all(visible for _t, visible in open_rules)
+    assert len(open_rules) + n_folded == len(raw) and is_open is False
+    est = [d for d in raw if d.get("speedup_estimation") and int(d["speedup_estimation"]["type"]) == 2]
+    best = max(est, key=lambda d: d["speedup_estimation"]["speedup"])  # the largest global estimate leads
+    assert open_rules[0][0] in (best["rule_message"]["title"], best["name"])
+    assert f"est. speed-up {best['speedup_estimation']['speedup']:.3g} %" in text and "@section:" not in text
+    groups = driver.execute_script("""return Array.from(document.querySelectorAll('#src-view tr.grp td.loc'))
+        .map(td => [td.childNodes[0].textContent.trim(), (td.querySelector('code.srctext') || {}).textContent || '',
+                    (td.querySelector('span.ctx') || {}).textContent || '']);""")
+    files = dict(action.source_files())
+    mma = next(t for f, t in files.items() if f.endswith("csrc/mma.cuh")).splitlines()
+    wrapper = [g for g in groups if g[0] == "csrc/mma.cuh:42"]
+    assert len(wrapper) >= 2 and all(g[1] == " ".join(mma[41].split()) for g in wrapper)
+    assert "gemm_qk" in wrapper[0][2] and any("s_to_p" in g[2] for g in wrapper[1:])

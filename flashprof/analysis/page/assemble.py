@@ -5,8 +5,9 @@ once) and the summary records of that folder. Per-PC source frames come from
 ``load_source_frame`` (the parse cache holds them for flashprof's own reports), only for
 launches whose report collected PC sampling. Sidecars (``<stem>.json``, the profiling
 metadata beside a report) are read through the parse stage's own reader.
+Nsight Compute's rule results come from ``load_rules`` (cached beside the frame).
 Output: ``page_data`` -> {"meta", "reports", "summary", "launches", "roofline", "stalls",
-"pipes", "sources", "compare", "figures"}; plotly figures as JSON dicts.
+"pipes", "sources", "rules", "compare", "figures"}; plotly figures as JSON dicts.
 """
 from __future__ import annotations
 
@@ -186,6 +187,13 @@ def page_data(inp, records: list[dict], log=print) -> dict:
         if s not in sources and s not in source_notes:
             source_notes[s] = f"no PC sampling for this launch: collect with ncu {D.SOURCE_HINT}"
 
+    # ---- Nsight Compute's own rule results per launch
+    try:
+        rules = D.launch_rules(parse.load_rules(inp.paths, cache=inp.cache))
+        rules_note = None
+    except Exception as exc:  # unreadable rules must not cost the page
+        rules, rules_note = {}, f"rule results unreadable: {str(exc).strip()[:160]}"
+
     # ---- the story: the gap (issue model), kernels over S (bench.csv), the SASS mix
     story = _story(inp, records, order, info, color)
 
@@ -206,7 +214,7 @@ def page_data(inp, records: list[dict], log=print) -> dict:
         "meta": meta, "verdict": verdict, "story": story, "reports": headers, "summary": jsonable(records), "launches": launches,
         "roofline": {"charts": charts, "off_chart": off_chart},
         "overview": overview, "stalls": stall_bars, "pipes": pipe_bars, "memory": mem_bars,
-        "sources": sources, "source_notes": source_notes,
+        "sources": sources, "source_notes": source_notes, "rules": rules, "rules_note": rules_note,
         "compare": compare, "compare_default": D.default_pair(records),
         "compare_units": {f: D.field_unit(f) for c in compare.values() for p in c["pairs"] for f, *_r in p["rows"]},
         "reason_colors": _reason_colors(),

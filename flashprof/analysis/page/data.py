@@ -347,12 +347,19 @@ def display_paths(files) -> dict[str, str]:
 
 
 def source_view(src: pd.DataFrame, max_lines: int = SOURCE_MAX_LINES) -> dict:
-    """One launch's SASS lines with stall samples, grouped under their file:line, hottest
-    group first and hottest line first inside a group.
+    """One launch's SASS lines with stall samples, grouped under their file:line (and, for a
+    line outside the kernel's own file whose instructions sit in more than one context, its
+    PC-order context: the nearest earlier instruction of the kernel's file, so an inline
+    wrapper's line under two call sites becomes two groups), hottest group first and hottest
+    line first inside a group.
 
     {"reasons": [...], "total": all stall samples, "lines_with_samples": n, "kept": n,
-     "groups": [{"loc", "file", "line", "samples", "lines": [[pc_offset, sass, samples, by_reason]]}]}
-    where ``by_reason`` is flat [reason index, samples, ...] over the reasons with samples."""
+     "groups": [{"key", "loc", "file", "line", "text", "ctx", "ctx_text", "samples",
+                 "lines": [[pc_offset, sass, samples, by_reason]]}]}
+    where ``by_reason`` is flat [reason index, samples, ...] over the reasons with samples,
+    ``text`` the source line's text where the report imported it (else ""), ``ctx`` the
+    context's file:line (None for a line of the kernel's own file, a line under one context
+    only, or one without line info)."""
     cols = stall_columns(src)
     if src.empty or not cols:
         return {"reasons": [], "total": 0, "lines_with_samples": 0, "kept": 0, "groups": []}
@@ -366,23 +373,83 @@ def source_view(src: pd.DataFrame, max_lines: int = SOURCE_MAX_LINES) -> dict:
     n_hot = len(hot)
     hot = hot.head(max_lines)
     has_file = "file" in hot.columns
-    shown = display_paths(df["file"].dropna().astype(str)) if has_file else {}
+    names = list(df["file"].dropna().astype(str)) if has_file else []
+    if "ctx_file" in df.columns:
+        names += list(df["ctx_file"].dropna().astype(str))
+    shown = display_paths(names) if has_file else {}
+    # the text of each file:line the frame knows (ctx lines are instructions' lines too)
+    texts: dict[tuple, str] = {}
+    if has_file and "source_text" in df.columns:
+        for f, ln, t in zip(df["file"], df["line"], df["source_text"]):
+            if f and t and not pd.isna(ln):
+                texts.setdefault((str(f), int(ln)), str(t))
     groups: dict[str, dict] = {}
     for row in hot.to_dict("records"):
-        f = row.get("file") if has_file else ""
-        f = shown.get(str(f), f) if f and not pd.isna(f) else f
+        raw = row.get("file") if has_file else ""
+        f = shown.get(str(raw), raw) if raw and not pd.isna(raw) else raw
         ln = row.get("line")
+        ctx = ctx_text = None
         if f and ln is not None and not pd.isna(ln):
             loc, fname, line = f"{f}:{int(ln)}", f, int(ln)
+            cf, cl = row.get("ctx_file"), row.get("ctx_line")
+            if cf and not pd.isna(cl) and str(cf) != str(raw):
+                ctx = f"{shown.get(str(cf), cf)}:{int(cl)}"
+                ctx_text = _strip(texts.get((str(cf), int(cl)), ""))
         else:
             loc, fname, line = NO_LINE_INFO, None, None
-        g = groups.setdefault(loc, {"loc": loc, "file": fname, "line": line, "samples": 0, "lines": []})
+        key = loc if ctx is None else f"{loc} ← {ctx}"
+        text = _strip(texts.get((str(raw), line), "")) if fname else ""
+        g = groups.setdefault(key, {"key": key, "loc": loc, "file": fname, "line": line, "text": text,
+                                    "ctx": ctx, "ctx_text": ctx_text, "samples": 0, "lines": []})
         g["samples"] += int(row["_n"])
         sparse = [x for i, c in enumerate(cols) if row[c] > 0 for x in (i, int(row[c]))]
         g["lines"].append([int(row["pc_offset"]), str(row["sass"]), int(row["_n"]), sparse])
+    # a context only where it tells call sites apart: a line under one context stays one group
+    per_loc: dict[str, list[dict]] = {}
+    for g in groups.values():
+        per_loc.setdefault(g["loc"], []).append(g)
+    for loc, gs in per_loc.items():
+        if len(gs) == 1 and gs[0]["ctx"] is not None:
+            gs[0].update(key=loc, ctx=None, ctx_text=None)
     ordered = sorted(groups.values(), key=lambda g: (-g["samples"], -max(x[2] for x in g["lines"])))
     return {"reasons": order, "total": int(total), "lines_with_samples": n_hot, "kept": len(hot),
             "max_line": max((x[2] for g in ordered for x in g["lines"]), default=0), "groups": ordered}
+
+
+def _strip(text: str, limit: int = 160) -> str:
+    t = " ".join(str(text or "").split())
+    return t if len(t) <= limit else t[:limit - 1] + "\u2026"
+
+
+# --------------------------------------------------------------------------- Nsight Compute's rules
+RULE_KIND_RANK = {"error": 0, "warning": 1, "optimization": 2, "info": 3, "none": 4}
+_ABS_DIRS = re.compile(r"(?<![\w:/.])/(?:[\w.+\-]+/)+(?=[\w.+\-])")
+
+
+def launch_rules(rules: pd.DataFrame) -> dict[str, list[dict]]:
+    """{sid: [{title, name, section, kind, message, speedup, speedup_type}]} per launch from
+    ``parse.load_rules``: most important first (error, warning, optimisation, info; within a
+    kind those with an estimated speed-up of the whole launch ('global'), largest first, then
+    those with a local one (of one unit), then the rest in the report's order), empty
+    messages left out, directories of absolute paths cut from the texts."""
+    out: dict[str, list[dict]] = {}
+    if rules is None or not len(rules):
+        return out
+    for (report, launch), g in rules.groupby(["report", "launch"], sort=False):
+        items = []
+        for pos, r in enumerate(g.to_dict("records")):
+            msg = _ABS_DIRS.sub("", str(r.get("message") or "")).strip()
+            title = str(r.get("title") or "").strip()
+            if not msg and not title:
+                continue
+            sp = _none(r.get("speedup"))
+            scope = {"global": 0, "local": 1}.get(r.get("speedup_type"), 2) if sp is not None else 3
+            items.append((RULE_KIND_RANK.get(r.get("kind"), 5), scope, -(sp if sp is not None else 0.0), pos, {
+                "title": title, "name": _none(r.get("name")), "section": _none(r.get("section")),
+                "kind": r.get("kind"), "message": msg, "speedup": sig(sp, 3),
+                "speedup_type": _none(r.get("speedup_type")) if sp is not None else None}))
+        out[sid(report, launch)] = [x[-1] for x in sorted(items, key=lambda t: t[:4])]
+    return out
 
 
 def has_pc_sampling(frame: pd.DataFrame) -> set[str]:
@@ -428,8 +495,21 @@ def report_header(report: str, path: str, sidecar: dict, recs: list[dict], lost:
         "target": _get(sidecar, "target", "spec"),
         "sidecar": bool(sidecar),
         "missing": [recipes.LABELS.get(q, q) for q in lost],
+        "missing_launches": missing_launches(recs, lost),
         "collect_hint": ("ncu " + recipes.collect_hint(lost)) if lost else None,
     }
+
+
+def missing_launches(recs: list[dict], lost: list[str]) -> list[dict]:
+    """Per quantity the report lacks, how many of its launches lack it (the summary records'
+    ``missing`` lists): [{"quantity", "label", "launches", "of"}], in ``lost``'s order and then
+    any other quantity a record names."""
+    counts: dict[str, int] = {}
+    for r in recs:
+        for q in r.get("missing") or []:
+            counts[q] = counts.get(q, 0) + 1
+    names = [q for q in lost if q in counts] + [q for q in counts if q not in lost]
+    return [{"quantity": q, "label": recipes.LABELS.get(q, q), "launches": counts[q], "of": len(recs)} for q in names]
 
 
 def jsonable_records(records: list[dict]) -> list[dict]:

@@ -67,7 +67,10 @@ def _report_rows(data: dict) -> list[str]:
                                              + (" <span class=warn>(dirty)</span>" if h.get("git_dirty") else ""))
         lacks = "<span class=ok>nothing</span>"
         if h["missing"]:
-            lacks = f"<span class=warn>{E(', '.join(h['missing']))}</span>" + _hint(h["collect_hint"])
+            per = h.get("missing_launches") or []
+            text = "; ".join(f"{m['label']}: {m['launches']} of {m['of']} launch{'es' if m['of'] != 1 else ''}"
+                             for m in per) if per else ", ".join(h["missing"])
+            lacks = f"<span class=warn>{E(text)}</span>" + _hint(h["collect_hint"])
         rows.append(
             f"<tr><td><b>{E(h['report'])}</b><br><span class=dim>{E(h['title'] or h['file'])}"
             f"{(DOT + E(h['target'])) if h.get('target') else ''}</span></td>"
@@ -415,11 +418,16 @@ def launch_html(data: dict) -> str:
     return (f"<section id=launch><h2>One launch: stalls, pipes and the hottest source lines</h2>"
             f"<div class=controls>launch <select id=launch-select data-first='{E(first)}'>{''.join(opts)}</select></div>"
             f"<p id=launch-facts class=facts></p>"
+            f"<div id=launch-rules class=rules></div>"
             f"<div class=row><div class='chart half' id=launch-stalls></div><div class='chart half' id=launch-pipes></div></div>"
-            f"<h3>Source view: SASS lines with their stall samples by reason, grouped under their file:line</h3>"
+            f"<h3>Source view: SASS lines with their stall samples by reason, grouped under their file:line and its source text</h3>"
             f"<p class=note>PC sampling (<code>smsp__pcsamp_warps_issue_stalled_*</code>; \u2018selected\u2019 and the "
             f"_not_issued subsets left out). Groups and lines hottest first; a bar's length is the line's samples against the "
-            f"hottest line's, split by reason (hover it). File paths are relative to the sources' common folder. Lines without file:line need <code>-lineinfo</code> at build time and "
+            f"hottest line's, split by reason (hover it). File paths are relative to the sources' common folder; beside each file:line "
+            f"its source text where the report imported it (<code>--import-source yes</code>). A line outside the kernel's own file (an "
+            f"inline helper such as an <code>mma.sync</code> wrapper) under more than one context is split by it: <i>\u2190 near file:line</i> is the nearest "
+            f"earlier instruction of the kernel's own file in PC order, which tells its call sites apart (Nsight Compute's reader gives "
+            f"no inline call stack). Lines without file:line need <code>-lineinfo</code> at build time and "
             f"<code>--import-source yes</code> when profiling.</p>"
             f"<div class=controls>search <input id=src-search size=34 placeholder='SASS text or file:line, e.g. HMMA or .py:42'> "
             f"<span id=src-count class=dim></span></div>"
@@ -461,6 +469,10 @@ table.verdict tbody tr:hover td{background:#eef4fb}.bound{font-weight:600;paddin
 .b-comp{background:#e3f2e6;color:#1b6b2f}.b-mem{background:#e3ecfa;color:#1f4f9a}.b-lat{background:#fdeedd;color:#9a4c00}
 details.hint summary{cursor:pointer;color:#2a5db0;font-size:11.5px}details.hint code{white-space:normal}
 #reports>details>summary{cursor:pointer}#reports>details>summary h2{display:inline;border:none}
+.rules{margin:6px 0 10px}.rules h3{margin:8px 0 4px}.rule{border-left:4px solid #bbb;padding:3px 8px;margin:4px 0;background:#fbfbfb;max-width:1200px;font-size:12.5px}
+.rule.r-error{border-color:#c62828}.rule.r-warning{border-color:#e69500}.rule.r-optimization{border-color:#2a5db0}.rule.r-info{border-color:#9e9e9e}
+.rule .rk{font-size:10.5px;text-transform:uppercase;color:#666;margin-right:6px}.rule .sp{font-weight:600;color:#1b6b2f;margin-left:6px}
+td.srctext,code.srctext{font-family:monospace;font-size:11.5px;color:#333;white-space:pre-wrap;font-weight:normal}span.ctx{font-weight:normal;color:#666;font-size:11.5px}
 .reg{color:#c62828;font-weight:600}.better{color:#2b8a3e}.worse{color:#c62828}details{margin:8px 0}
 """
 
@@ -638,7 +650,22 @@ function drawLaunch(sid) {
       Object.assign({}, small, {title:{text:'pipe utilisation (% of peak)', font:{size:13}}, xaxis:{range:[0, 100]}, height:300,
       annotations: mix ? [{text:esc(mix), xref:'paper', yref:'paper', x:0, y:-0.22, showarrow:false, font:{size:10}, xanchor:'left'}] : []}), true);
   } else { Plotly.purge('launch-pipes'); $('launch-pipes').style.height = 'auto'; $('launch-pipes').innerHTML = '<p class=warn>no pipe utilisation in this report (ncu --section ComputeWorkloadAnalysis)</p>'; }
+  drawRules(sid);
   drawSource(sid);
+}
+// Nsight Compute's own rule texts for this launch, most important first, the rest folded
+const RULES_OPEN = 3;
+function ruleHtml(r) {
+  const sp = r.speedup === null ? '' : `<span class=sp title="Nsight Compute's estimate: ${r.speedup_type === 'local' ? 'local (of the unit this rule looks at)' : 'global (of the launch)'}">est. ${r.speedup_type === 'local' ? 'local ' : ''}speed-up ${fmt(r.speedup, 3)} %</span>`;
+  return `<div class='rule r-${esc(r.kind)}'><span class=rk>${esc(r.kind)}</span><b>${esc(r.title || r.name || '')}</b>` +
+    `${r.title && r.name ? ` <span class=dim>(${esc(r.name)})</span>` : ''}${sp}<br>${esc(r.message)}</div>`;
+}
+function drawRules(sid) {
+  const box = $('launch-rules'), rr = (D.rules || {})[sid];
+  if (!rr || !rr.length) { box.innerHTML = `<p class=dim>${esc(D.rules_note || 'no Nsight Compute rule results in this report for this launch')}</p>`; return; }
+  let h = `<h3>Nsight Compute's rules for this launch (${rr.length})</h3>` + rr.slice(0, RULES_OPEN).map(ruleHtml).join('');
+  if (rr.length > RULES_OPEN) h += `<details id=rules-more><summary>${rr.length - RULES_OPEN} more rule result(s)</summary>${rr.slice(RULES_OPEN).map(ruleHtml).join('')}</details>`;
+  box.innerHTML = h;
 }
 // a share of all stall samples, rounded to what it can tell: 76.2 %, 3.41 %, 0.25 %, <0.01 %
 const share = x => !(x > 0) ? '0 %' : x < 1e-4 ? '<0.01 %' : x < 0.1 ? (100 * x).toFixed(2) + ' %' : (100 * x).toFixed(1) + ' %';
@@ -663,21 +690,22 @@ function drawSource(sid) {
   let hot = null;
   v.groups.forEach(g => g.lines.forEach(l => { if (!hot || l[2] > hot.l[2]) hot = {g, l}; }));
   $('src-hottest').innerHTML = `hottest line: <code id=hottest-sass>${esc(hot.l[1])}</code> at +0x${hot.l[0].toString(16).padStart(5, '0')}` +
-    (hot.g.line !== null ? ` \u00b7 <code>${esc(hot.g.loc)}</code>` : '') + ` \u00b7 ${hot.l[2]} of ${v.total} stall samples (${share(hot.l[2] / v.total)}), mostly ${esc(topReason(hot.l[3], v.reasons))}`;
+    (hot.g.line !== null ? ` \u00b7 <code>${esc(hot.g.loc)}</code>` + (hot.g.text ? ` <code class=srctext>${esc(hot.g.text)}</code>` : '') + (hot.g.ctx ? ` (near ${esc(hot.g.ctx)})` : '') : '') + ` \u00b7 ${hot.l[2]} of ${v.total} stall samples (${share(hot.l[2] / v.total)}), mostly ${esc(topReason(hot.l[3], v.reasons))}`;
   const used = new Set(); v.groups.forEach(g => g.lines.forEach(l => { for (let i = 0; i < l[3].length; i += 2) used.add(l[3][i]); }));
   $('src-legend').innerHTML = v.reasons.filter((k, i) => used.has(i)).map(k => `<span class=k><i style="background:${colors[k] || '#ccc'}"></i>${esc(k)}</span>`).join('');
   let h = '<table class=src><thead><tr><th>PC offset</th><th>SASS</th><th>stall samples</th><th>share</th><th>by reason</th><th>top reason</th></tr></thead><tbody>', shown = 0;
   for (const g of v.groups) {
-    const lines = g.lines.filter(l => !q || l[1].toLowerCase().includes(q) || g.loc.toLowerCase().includes(q));
+    const key = g.key || g.loc, hay = (key + ' ' + (g.text || '') + ' ' + (g.ctx_text || '')).toLowerCase();
+    const lines = g.lines.filter(l => !q || l[1].toLowerCase().includes(q) || hay.includes(q));
     if (!lines.length) continue;
-    const short = g.loc;
-    h += `<tr class=grp><td colspan=2 class=loc title="${esc(g.loc)}">${esc(short)}</td><td class=num>${g.samples}</td><td class=num>${share(g.samples / v.total)}</td><td colspan=2 class=dim>${g.lines.length} SASS line(s)</td></tr>`;
-    const open = q || expanded.has(g.loc), cut = open ? lines.length : Math.min(lines.length, GROUP_LINES);
+    const ctx = g.ctx ? `<br><span class=ctx title="ncu_report gives the innermost file:line per instruction, no inline call stack: this is the nearest earlier instruction of the kernel's own file, in PC order">← near ${esc(g.ctx)}${g.ctx_text ? ' <code class=srctext>' + esc(g.ctx_text) + '</code>' : ''}</span>` : '';
+    h += `<tr class=grp data-key="${esc(key)}"><td colspan=2 class=loc title="${esc(key)}">${esc(g.loc)}${g.text ? ' <code class=srctext>' + esc(g.text) + '</code>' : ''}${ctx}</td><td class=num>${g.samples}</td><td class=num>${share(g.samples / v.total)}</td><td colspan=2 class=dim>${g.lines.length} SASS line(s)</td></tr>`;
+    const open = q || expanded.has(key), cut = open ? lines.length : Math.min(lines.length, GROUP_LINES);
     for (const l of lines.slice(0, cut)) {
       shown++;
       h += `<tr><td class=off>+0x${l[0].toString(16).padStart(5, '0')}</td><td class=sass>${esc(l[1])}</td><td class=num>${l[2]}</td><td class=num>${share(l[2] / v.total)}</td><td>${bar(l[3], v.reasons, v.max_line || l[2])}</td><td>${esc(topReason(l[3], v.reasons))}</td></tr>`;
     }
-    if (cut < lines.length) h += `<tr class=more><td></td><td colspan=5><a href="#" data-loc="${esc(g.loc)}">\u2026 ${lines.length - cut} more line(s) under this file:line (show)</a></td></tr>`;
+    if (cut < lines.length) h += `<tr class=more><td></td><td colspan=5><a href="#" data-loc="${esc(key)}">\u2026 ${lines.length - cut} more line(s) under this file:line (show)</a></td></tr>`;
   }
   out.innerHTML = h + '</tbody></table>';
   out.querySelectorAll('tr.more a').forEach(a => a.addEventListener('click', e => { e.preventDefault(); expanded.add(a.dataset.loc); drawSource(sid); }));

@@ -1,14 +1,15 @@
 """Worker side of the parse stage: the ONLY module that opens reports with ``ncu_report``.
 
-Runs in a child process (``flashprof.analysis.report.ncu_extract.main``: ``long REPORT OUT [SOURCE_PREFIX]`` or
-``source REPORT OUT STEM LAUNCH``),
+Runs in a child process (``flashprof.analysis.report.ncu_extract.main``: ``long REPORT OUT [SOURCE_PREFIX [RULES_OUT]]``,
+``source REPORT OUT STEM LAUNCH`` or ``rules REPORT OUT``),
 started by ``flashprof.analysis.report.parse``; Nsight Compute's compiled reader can crash the interpreter
 (SIGSEGV), and then only this child dies.
 
 Input: one ``.ncu-rep`` (the parent already checked the file signature) and, for ``long``,
 the sidecar identity as JSON on stdin.
 Output: the long frame (``long``) or the per-PC frame of one launch (``source``) written to
-OUT (parquet if OUT ends in .parquet, else a pickle); exit 0. A report ncu_report cannot use: its message on stderr, exit 3.
+OUT (parquet if OUT ends in .parquet, else a pickle), or Nsight Compute's rule results of
+every launch (``rules``, and ``long`` with RULES_OUT) as JSON; exit 0. A report ncu_report cannot use: its message on stderr, exit 3.
 """
 from __future__ import annotations
 
@@ -237,6 +238,8 @@ def source(path: Path, stem: str, launch: int, report=None) -> pd.DataFrame:
         info = action.source_info(pc)
         files.append(info.file_name() if info is not None else "")
         lines.append(float(info.line()) if info is not None else math.nan)
+    texts = source_texts(action, files, lines)
+    ctx_file, ctx_line = pc_order_context(files, lines)
     frame.insert(0, "report", stem)
     frame.insert(1, "launch", launch)
     frame.insert(2, "function", short_name(action))
@@ -245,7 +248,107 @@ def source(path: Path, stem: str, launch: int, report=None) -> pd.DataFrame:
     frame.insert(5, "sass", sass)
     frame.insert(6, "file", files)
     frame.insert(7, "line", pd.Series(lines, dtype="float64"))
+    frame.insert(8, "source_text", texts)
+    frame.insert(9, "ctx_file", ctx_file)
+    frame.insert(10, "ctx_line", pd.Series(ctx_line, dtype="float64"))
     return frame
+
+
+SOURCE_TEXT_MAX = 240  # characters of one source line kept (a generated line can be very long)
+
+
+def source_texts(action, files: list[str], lines: list[float]) -> list[str]:
+    """The text of each instruction's source line, from the files the report imported
+    (``ncu --import-source yes``; ``action.source_files()`` maps a file to "" when it was not
+    imported): only the referenced lines travel, never whole files. "" where unknown."""
+    try:
+        imported = dict(action.source_files() or {})
+    except Exception:
+        imported = {}
+    split: dict[str, list[str]] = {}
+    out = []
+    for f, ln in zip(files, lines):
+        if not f or ln != ln or f not in imported:
+            out.append("")
+            continue
+        if f not in split:
+            split[f] = (imported.get(f) or "").splitlines()
+        rows, i = split[f], int(ln) - 1
+        text = rows[i].rstrip() if 0 <= i < len(rows) else ""
+        out.append(text[:SOURCE_TEXT_MAX])
+    return out
+
+
+def pc_order_context(files: list[str], lines: list[float]) -> tuple[list[str], list[float]]:
+    """Per instruction, the nearest instruction at or before it (in PC order) whose line lies
+    in the entry function's file (the file of the launch's first instruction with a line).
+    ``ncu_report`` gives one file:line per PC, the innermost: no inlined call stack
+    (``ISourceInfo`` has ``file_name()`` and ``line()`` only). For an inline wrapper's line
+    (``mma.cuh:42`` under both QK^T and PV) this neighbour is where in the kernel's own code
+    its instructions sit: a PC-order heuristic, not the call stack."""
+    entry = next((f for f, ln in zip(files, lines) if f and ln == ln), "")
+    cf, cl = [], []
+    cur_f, cur_l = "", math.nan
+    for f, ln in zip(files, lines):
+        if entry and f == entry and ln == ln:
+            cur_f, cur_l = f, ln
+        cf.append(cur_f)
+        cl.append(cur_l)
+    return cf, cl
+
+
+# Nsight Compute's rule message types (ncu_report.MsgType) and speed-up kinds (SpeedupType)
+MSG_KINDS = {0: "none", 1: "info", 2: "optimization", 3: "warning", 4: "error"}
+SPEEDUP_KINDS = {0: "unknown", 1: "local", 2: "global"}
+_MARKUP = re.compile(r"@(section|url|sass|source):([^@]*)@")
+
+
+def plain_message(text: str) -> str:
+    """A rule message with Nsight Compute's link markup as plain text:
+    ``@section:ID:Name@`` -> Name, ``@url:Text:link@`` -> Text, ``@sass:addr:Text@`` -> Text,
+    ``@source:file:line:Text@`` -> Text."""
+    def one(m):
+        kind, body = m.group(1), m.group(2)
+        if kind == "url":
+            return body.split(":", 1)[0]
+        if kind == "source":
+            hit = re.match(r"^.*:\d+:(.*)$", body, re.S)
+            return hit.group(1) if hit else body
+        return body.split(":", 1)[1] if ":" in body else body
+    return _MARKUP.sub(one, text or "")
+
+
+def rules(report) -> list[dict]:
+    """Every launch's rule results: one dict per rule message (launch, range_idx, rule,
+    name, section, title, message as plain text, type and kind, speedup in % with its kind,
+    focus metrics)."""
+    out = []
+    for range_idx, launch, action in _iter_actions(report):
+        try:
+            results = action.rule_results_as_dicts()
+        except Exception:
+            continue
+        for d in results:
+            msg = d.get("rule_message") or {}
+            est = d.get("speedup_estimation") or {}
+            sp = est.get("speedup")
+            out.append({
+                "launch": launch, "range_idx": range_idx, "rule": d.get("rule_identifier"), "name": d.get("name"),
+                "section": d.get("section_identifier"), "title": msg.get("title") or "",
+                "message": plain_message(msg.get("message") or ""), "type": int(msg.get("type") or 0),
+                "kind": MSG_KINDS.get(int(msg.get("type") or 0), "none"),
+                "speedup": float(sp) if isinstance(sp, (int, float)) and math.isfinite(sp) else None,
+                "speedup_type": SPEEDUP_KINDS.get(int(est.get("type") or 0)) if est else None,
+                "focus": [{"metric": f.get("name"), "value": f.get("value") if isinstance(f.get("value"), (int, float))
+                           and math.isfinite(f.get("value")) else None, "severity": f.get("severity"), "info": f.get("info")}
+                          for f in d.get("focus_metrics") or []],
+            })
+    return out
+
+
+def write_rules(report, out: Path) -> None:
+    text = json.dumps(rules(report), allow_nan=False)
+    write_atomic(out, text)
 
 
 # With the report open anyway, the per-PC frames of a report with PC sampling and at most
@@ -286,6 +389,11 @@ def main(argv: list[str], stdin_text: str | None = None) -> int:
             frame = extract(path, stem, side)
             if len(argv) > 3:
                 _prefetch_sources(path, stem, frame, argv[3])
+            if len(argv) > 4:
+                write_rules(open_report(path), Path(argv[4]))
+        elif mode == "rules":
+            write_rules(open_report(path), out)
+            return 0
         else:
             frame = source(path, argv[3], int(argv[4]))
     except ReportError as exc:

@@ -51,11 +51,11 @@ from flashprof.profiling.sidecar import Sidecar, SidecarError, sidecar_path  # n
 REPORT_SUFFIX = ".ncu-rep"
 CACHE_APP = "flashprof"
 # Bump when the layout of the extracted frame changes: old cache files then miss.
-_CACHE_VERSION = b"flashprof-long-frame-v4"  # v4: generic wrapper names with their template class; one GPU spelling
+_CACHE_VERSION = b"flashprof-long-frame-v5"  # v5: per-PC frames with source_text, ctx_file/ctx_line; rule results
 _MAGIC = b"NVR\x00"  # first bytes of every .ncu-rep written by Nsight Compute
 KEY_COLUMNS = ("report", "range_idx", "launch", "metric")
 __all__ = ["FRAME_COLUMNS", "IDENTITY_COLUMNS", "KEY_COLUMNS", "SHAPE_FIELDS", "load_frame",
-           "load_source_frame", "validate_frame", "cache_file", "cache_dir"]
+           "load_source_frame", "load_rules", "validate_frame", "cache_file", "cache_dir"]
 _FIX = ("install the PyPI wheel (pip install ncu-report; on a machine without a registry, "
         "carry its wheel) instead of Nsight Compute's bundled copy")
 
@@ -154,6 +154,11 @@ def cache_file(path: str | os.PathLike) -> Path:
 def _source_prefix(target: Path) -> str:
     """Per-PC frames of a cached report: ``<stem>.<sha1>.src<launch>.pkl`` beside it."""
     return str(target)[: -len(".parquet")] + ".src"
+
+
+def _rules_file(target: Path) -> Path:
+    """Rule results of a cached report: ``<stem>.<sha1>.rules.json`` beside it."""
+    return Path(str(target)[: -len(".parquet")] + ".rules.json")
 
 
 # Frames this process has loaded, by report (path, size, mtime and its sidecar's): a second
@@ -267,7 +272,7 @@ def _extract_many(jobs: list[tuple[Path, dict, Path]]) -> list[ReportError | Non
     Reports run concurrently, one worker process each, at most one per CPU core."""
     def one(job):
         path, ident, out = job
-        extra = [_source_prefix(out)] if out.suffix == ".parquet" else []
+        extra = [_source_prefix(out), str(_rules_file(out))] if out.suffix == ".parquet" else []
         name = loadable_name(path)
         if name != str(path):  # a non-UTF-8 file name: the worker opens a link; the frame keeps the
             # name with its undecodable bytes written as \xNN (text columns hold UTF-8 only)
@@ -451,6 +456,52 @@ def load_source_frame(path: str | os.PathLike, launch: int = 0) -> pd.DataFrame:
         out = Path(tmp) / "source.pkl"
         _run_worker(["source", str(path), str(out), _stem(path), str(int(launch))], path)
         return pd.read_pickle(out)
+
+
+RULE_COLUMNS = ("report", "range_idx", "launch", "rule", "name", "section", "title", "message", "type", "kind",
+                "speedup", "speedup_type", "focus")
+
+
+def load_rules(paths, cache: bool = True) -> pd.DataFrame:
+    """Nsight Compute's own rule results (``action.rule_results_as_dicts()``, read in a
+    worker), one row per rule message of each launch, in the report's order.
+
+    Columns (RULE_COLUMNS): report (as ``load_frame`` names it), range_idx, launch, rule
+    (identifier), name, section (identifier), title, message (plain text: the
+    ``@section:ID:Name@``-style link markup reduced to its text), type (``ncu_report.MsgType``:
+    0 none, 1 ok/info, 2 optimization, 3 warning, 4 error) and kind (its name), speedup (the
+    rule's estimated speed-up in %, None without one) and speedup_type ('global': of the
+    whole launch, 'local': of the unit the rule looks at), focus (list of {metric, value,
+    severity, info}). The long-frame worker caches them beside the parquet frame; a report
+    not in the cache costs one worker (~0.2 s)."""
+    plist = _as_paths(paths)
+    use_cache = cache and _have_pyarrow()
+    stems = [_stem(p) for p in plist]
+    rows = []
+    for p, s in zip(plist, stems):
+        _check_file(p)
+        target = _rules_file(cache_file(p)) if use_cache else None
+        data = None
+        if target is not None and target.is_file():
+            try:
+                data = json.loads(target.read_text())
+            except (OSError, ValueError):
+                data = None
+        if data is None:
+            with tempfile.TemporaryDirectory(prefix="flashprof-") as tmp:
+                out = Path(tmp) / "rules.json"
+                _run_worker(["rules", loadable_name(p), str(out)], p)
+                text = out.read_text()
+            data = json.loads(text)
+            if target is not None and _usable_cache(target):
+                try:
+                    from flashprof.kernels.common import write_atomic
+                    write_atomic(target, text)
+                except OSError:
+                    pass
+        name = text_path(f"{p.parent.name}/{s}" if stems.count(s) > 1 else s)
+        rows += [{"report": name, **r} for r in data]
+    return pd.DataFrame(rows, columns=list(RULE_COLUMNS))
 
 
 # --------------------------------------------------------------------------- reshaping
