@@ -243,28 +243,36 @@ def stall_overview(labels: list[str], sids: list[str], bars: dict[str, dict]) ->
     return fig
 
 
-def pipe_overview(labels: list[str], sids: list[str], bars: dict[str, dict]) -> go.Figure:
-    """Heat map: % of peak per pipe (and issue slots), one row per launch, values written in."""
-    names = []
+def _percent_heatmap(labels: list[str], sids: list[str], bars: dict[str, dict], key: str, names: dict[str, str],
+                     colorscale: str, colorbar: str, hover: str, title: str, role: str) -> go.Figure:
+    """Heat map of percentages, one row per launch, one column per ``bars[sid][key]`` entry
+    (in first-seen order, shown by ``names``), values written in."""
+    cols = []
     for s in sids:
-        for n in bars.get(s, {}).get("names", []):
-            if n not in names:
-                names.append(n)
+        for n in bars.get(s, {}).get(key, []):
+            if n not in cols:
+                cols.append(n)
     z, text = [], []
     for s in sids:
-        b = bars.get(s, {"names": [], "pct": []})
-        row = dict(zip(b["names"], b["pct"]))
-        z.append([row.get(n) for n in names])
-        text.append(["" if row.get(n) is None else f"{row[n]:.0f}" for n in names])
-    fig = go.Figure(go.Heatmap(z=z, x=[PIPE_LABELS.get(n, n) for n in names], y=labels, text=text,
-                               texttemplate="%{text}", colorscale="Blues", zmin=0, zmax=100,
-                               colorbar=dict(title="% of peak"), hoverongaps=False,
-                               hovertemplate="%{y}<br>%{x}: %{z:.3g} % of peak<extra></extra>",
-                               meta={"role": "pipes"}))
+        b = bars.get(s, {key: [], "pct": []})
+        row = dict(zip(b[key], b["pct"]))
+        z.append([row.get(n) for n in cols])
+        text.append(["" if row.get(n) is None else f"{row[n]:.0f}" for n in cols])
+    fig = go.Figure(go.Heatmap(z=z, x=[names.get(n, n) for n in cols], y=labels, text=text,
+                               texttemplate="%{text}", colorscale=colorscale, zmin=0, zmax=100,
+                               colorbar=dict(title=colorbar), hoverongaps=False,
+                               hovertemplate="%{y}<br>%{x}: %{z:.3g} " + hover + "<extra></extra>",
+                               meta={"role": role}))
     fig.update_layout(**BASE_LAYOUT, height=max(240, 90 + 24 * len(labels)),
-                      title=dict(text="Pipe utilisation (% of peak sustained active) and issue slots", x=0.01, font_size=13),
+                      title=dict(text=title, x=0.01, font_size=13),
                       yaxis=dict(autorange="reversed", automargin=True))
     return fig
+
+
+def pipe_overview(labels: list[str], sids: list[str], bars: dict[str, dict]) -> go.Figure:
+    """Heat map: % of peak per pipe (and issue slots), one row per launch, values written in."""
+    return _percent_heatmap(labels, sids, bars, "names", PIPE_LABELS, "Blues", "% of peak", "% of peak",
+                            "Pipe utilisation (% of peak sustained active) and issue slots", "pipes")
 
 
 def compact(fig: go.Figure) -> dict:
@@ -343,23 +351,7 @@ def mix_figure(labels: list[str], mix: dict, *, height: int | None = None) -> go
 
 def memory_overview(labels: list[str], sids: list[str], bars: dict[str, dict]) -> go.Figure:
     """Heat map: bytes/s at each memory level as % of the report's own bandwidth roof."""
-    levels = []
-    for s in sids:
-        for lv in bars.get(s, {}).get("levels", []):
-            if lv not in levels:
-                levels.append(lv)
-    z, text = [], []
-    for s in sids:
-        b = bars.get(s, {"levels": [], "pct": []})
-        row = dict(zip(b["levels"], b["pct"]))
-        z.append([row.get(lv) for lv in levels])
-        text.append(["" if row.get(lv) is None else f"{row[lv]:.0f}" for lv in levels])
-    fig = go.Figure(go.Heatmap(z=z, x=[LEVEL_NAMES.get(lv, lv) for lv in levels], y=labels, text=text,
-                               texttemplate="%{text}", colorscale="Oranges", zmin=0, zmax=100,
-                               colorbar=dict(title="% of roof"), hoverongaps=False,
-                               hovertemplate="%{y}<br>%{x}: %{z:.3g} % of its bandwidth roof<extra></extra>",
-                               meta={"role": "memory"}))
-    fig.update_layout(**BASE_LAYOUT, height=max(240, 90 + 24 * len(labels)),
-                      title=dict(text="Memory: bytes/s at each level as % of its bandwidth roof (the roofline's bytes; \u2020 flashprof level)", x=0.01, font_size=13),
-                      yaxis=dict(autorange="reversed", automargin=True))
-    return fig
+    return _percent_heatmap(labels, sids, bars, "levels", LEVEL_NAMES, "Oranges", "% of roof",
+                            "% of its bandwidth roof",
+                            "Memory: bytes/s at each level as % of its bandwidth roof (the roofline's bytes; "
+                            "\u2020 flashprof level)", "memory")
