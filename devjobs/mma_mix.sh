@@ -17,7 +17,7 @@ SMI=$!
 timeout 300 "$EXE" mix > "$OUT/mma_mix.raw.jsonl" 2> "$OUT/mma_mix.log"
 say "mix exit $?: $(grep -c measurement "$OUT/mma_mix.raw.jsonl") records"
 kill $SMI 2>/dev/null
-timeout 300 ncu --clock-control none -f -k regex:k_mma_mix --section SpeedOfLight --section ComputeWorkloadAnalysis \
+timeout 150 ncu --clock-control none -f -k regex:k_mma_mix --section SpeedOfLight --section ComputeWorkloadAnalysis \
     --section SchedulerStats --section WarpStateStats --section LaunchStats --section Occupancy \
     --section InstructionStats -o "$OUT/mma_mix" "$EXE" mix >> "$OUT/mma_mix.log" 2>&1
 say "ncu exit $?"; tail -n 3 "$OUT/mma_mix.log"; ls -la "$OUT"
