@@ -7,6 +7,7 @@ summary --format json` prints (run here as its own process), raw metrics of the 
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -149,7 +150,7 @@ def test_source_view_hottest_first_and_grouped_by_line(h200_page):
 
 def test_header_and_self_contained(h200_page):
     text = h200_page.read_text()
-    assert "<script src" not in text and "<link" not in text and "<img" not in text
+    assert not any(tag in text for tag in ("<script src", "<link", "<img"))
     assert text.count("<script type='text/javascript'>") == 1  # plotly inlined once
     assert h200_page.stat().st_size < 8e6
     data = blob(h200_page)
@@ -353,7 +354,9 @@ def test_source_view_paths_relative_no_build_paths(h200_page):
         files |= {f for f in src["file"].dropna().unique() if f.startswith("/")}
     assert files and any(f.endswith("csrc/mma.cuh") for f in files)
     for f in files:
-        assert f not in text, f  # no absolute build path anywhere in the page
+        # no absolute build path anywhere in the page (`not (... in ...)`: pytest's diff of a
+        # failed `not in` over a 6 MB page would run for hours)
+        assert not (f in text), f
     locs = {g["loc"].rsplit(":", 1)[0] for v in data["sources"].values() for g in v["groups"] if g["file"]}
     assert "csrc/mma.cuh" in locs and not any(loc.startswith("/") for loc in locs)
     v = data["sources"]["kernel1#0"]
@@ -473,7 +476,10 @@ def test_resources_and_memory_from_raw_metrics_and_summary(h200_page):
 
 
 # --------------------------------------------------------------------------- issue 35: rules, source text, lacks
+@functools.lru_cache(maxsize=None)
 def _raw_actions(path: Path):
+    """(report, its actions), loaded once per file and kept: an action is only used while
+    the report object it came from is alive."""
     from flashprof.analysis.report.ncu_import import ncu_report
     try:
         report = ncu_report().load_report(str(path))
@@ -483,7 +489,7 @@ def _raw_actions(path: Path):
     for r in range(report.num_ranges()):
         rng = report.range_by_idx(r)
         out += [rng.action_by_idx(j) for j in range(rng.num_actions())]
-    return report, out
+    return report, tuple(out)
 
 
 def _plain_rule(text: str) -> str:
@@ -570,7 +576,10 @@ def test_source_view_carries_each_lines_text(h200_page):
     assert any("s_to_p" in (g["ctx_text"] or "") for g in wrapper[1:])
     assert sum(g["samples"] for g in wrapper) == sum(g["samples"] for g in hot if g["loc"] == "csrc/mma.cuh:42")
     assert h200_page.stat().st_size < 8e6
-    assert "/work/main/" not in text, "an absolute build path of the profiling machine is in the page"
+    # the folder where kernel 1 was built (its sources' absolute paths) appears nowhere; the
+    # checkout this test runs in may sit under the same path, so only the sources' folder counts
+    built = {f[: f.index("kernels/csrc/")] + "kernels/" for f in files if "kernels/csrc/" in f}
+    assert built and not any(b in text for b in built), f"an absolute build path of the profiling machine ({built}) is in the page"
 
 
 def test_lacks_says_how_many_launches(tmp_path):
