@@ -23,9 +23,7 @@ from flashprof.analysis.metrics import recipes
 from flashprof.analysis.report.errors import FlashprofWarning
 from flashprof.analysis.report.parse import load_frame
 
-PUBLIC = ROOT.parent / "shared" / "public-reports"
-if not PUBLIC.is_dir():
-    PUBLIC = Path("/work/shared/public-reports")
+from report_corpus import PUBLIC  # noqa: E402  (../shared/public-reports beside the checkout)
 FLEX = ROOT / "reports" / "h200" / "flex_attention-attention.ncu-rep"
 
 _RAW_DURATIONS = r"""
