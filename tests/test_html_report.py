@@ -478,8 +478,8 @@ def test_resources_and_memory_from_raw_metrics_and_summary(h200_page):
 # --------------------------------------------------------------------------- issue 35: rules, source text, lacks
 @functools.lru_cache(maxsize=None)
 def _raw_actions(path: Path):
-    """(report, its actions), loaded once per file and kept: an action is only used while
-    the report object it came from is alive."""
+    """(report, its actions), loaded once per file (several tests read the same report) and
+    returned together, so the report outlives the actions taken from it."""
     from flashprof.analysis.report.ncu_import import ncu_report
     try:
         report = ncu_report().load_report(str(path))
