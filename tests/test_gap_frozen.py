@@ -32,13 +32,13 @@ def test_committed_result_matches_the_current_inputs(committed):
     # Hash the inputs here, independently of frozen.input_hashes.
     names = set(meta["inputs"])
     for must in ("flashprof/analysis/gpus.json", "flashprof/analysis/published.json", "reports/h200/ceilings.json",
-                 "reports/sass/fa2/fa2_sm80.sass", "reports/h200/kernel7mma.ncu-rep",
+                 "reports/sass/fa2/fa2_sm80.sass", "reports/h200/kernel7mma.ncu-rep", "reports/h200/kernel7.ncu-rep",
                  "flashprof/analysis/gap/scheduler.py", "reports/sass/series/9_A100_sm_80.sass",
                  "reports/sass/series/fa2_official_sm80_bn32.sass"):
         assert must in names, must
     # only the reports the model reads: flashprof's kernels, FA2 and the other shapes, no user targets
     reports = {n for n in names if n.endswith(".ncu-rep")}
-    assert reports and all(Path(n).stem in {*(f"kernel{k}" for k in range(1, 7)), "kernel7mma", "ref"} or "/other-shapes/" in n
+    assert reports and all(Path(n).stem in {*(f"kernel{k}" for k in range(1, 8)), "kernel7mma", "ref"} or "/other-shapes/" in n
                            for n in reports), sorted(reports)
     assert any(n.startswith("reports/sass/loops/") for n in names)
     assert {n for n in names if n.startswith("reports/sass/loops/")} == {
@@ -89,6 +89,16 @@ def test_committed_rows_keep_the_gap_shape_and_fit_nothing(committed):
     assert len(h) >= 7
     for r in h:
         assert r["cycles_error_pct"] == pytest.approx(100 * (r["pred_cycles"] / r["measured_cycles"] - 1))
+    # the H200's kernel 7 twice: the shipped wgmma kernel (HGMMA simulated) and its mma.sync form
+    by = {r["target"]: r for r in h}
+    assert "wgmma" in by["7"]["sass"] and "wgmma" not in by["7mma"]["sass"]
+    ref = next(r for r in rows if r["gpu_key"] == "h200_sxm" and r["target"] == "ref" and r.get("seq", 4096) == 4096)
+    for t in ("7", "7mma"):
+        assert by[t]["observed_pct"] == pytest.approx(100 * ref["measured_cycles"] / by[t]["measured_cycles"])
+    # issue 32's bar: the wgmma kernel 7 within 5 pp of its report, the same top two stalls
+    assert abs(by["7"]["error_pp"]) <= 5.0
+    top = lambda pre: sorted(by["7"]["pred_stalls"], key=lambda g: -by["7"][pre + g])[:2]
+    assert top("stall_model_") == top("stall_measured_") == ["barrier", "wait"]
     assert any(r["kind"] == "limitation" for r in recs)
     assert not any("cannot run them" in r["text"] or "not in reports/sass/fa2" in r["text"]
                    for r in recs if r["kind"] == "limitation")

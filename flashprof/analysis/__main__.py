@@ -63,6 +63,10 @@ def _build_parser() -> ArgumentParser:
     g.add_argument("--recompute", action="store_true",
                    help="with --model issue: run the model even if the committed result is fresh")
     g.add_argument("--plot", help="with --model issue: also write the figure to this PNG path")
+    g.add_argument("--what-if", nargs="?", const="default", metavar="CHANGES",
+                   help="predict named changes to the shipped wgmma kernel 7 on the H200 before building "
+                        "them: comma-separated, each a change or a '+'-joined combination of pingpong, "
+                        "overlap, tma, tile128 (default: a standard set)")
     for p in (s, c):
         p.add_argument("--format", choices=FORMATS, default="table", help="table, json (one record per launch) or csv (default: %(default)s)")
     g.add_argument("--format", choices=("table", "json"), default="table", help="output form (default: %(default)s)")
@@ -121,6 +125,17 @@ def _run(ns: argparse.Namespace) -> str:
         raise ReportError("--plot, --write and --recompute need --model issue")
     if ns.command == "gap" and ns.model == "issue" and (ns.sass or ns.bench):
         raise ReportError("--sass and --bench belong to --model pipes (the issue model reads reports/sass/loops)")
+    if ns.command == "gap" and ns.what_if:
+        if ns.model != "issue" or ns.plot or ns.write or ns.reports:
+            raise ReportError("--what-if takes no reports, --plot or --write (it predicts kernel 7's changes alone)")
+        from flashprof.analysis.gap import whatif
+        from flashprof.analysis.gap.controls import SassError
+        changes = whatif.DEFAULT if ns.what_if == "default" else tuple(c.strip() for c in ns.what_if.split(",") if c.strip())
+        try:
+            recs = whatif.predict(changes)
+        except (SassError, KeyError, ValueError) as exc:
+            raise ReportError(f"what-if: {exc}") from None
+        return render_json(recs) if ns.format == "json" else whatif.render(recs)
     if ns.command == "gap" and ns.model == "issue":
         from flashprof.analysis.gap.issue_report import render as render_issue
         recs = _issue_records(ns, cache)

@@ -297,9 +297,9 @@ def _gap(inp: Inputs):
     from flashprof.analysis.charts import gap_charts as gap_plots
     title, subtitle = gap_plots.issue_gap_titles(g["records"])
     return [("gap.png", lambda: gap_plots.plot_issue_gap(g["records"], title=title, subtitle=subtitle),
-             "kernels 1-7 as % of FA2 per GPU: published / measured vs the SASS issue model (nothing fitted); "
-             "kernel 7 is its mma.sync form everywhere (on the H200: 7mma, reports/h200/kernel7mma; the model "
-             "does not simulate the wgmma kernel 7)")]
+             "kernels 1-16 as % of FA2 per GPU: published / measured vs the SASS issue model (nothing fitted); "
+             "on the H200 kernel 7 twice: the shipped wgmma kernel (HGMMA simulated, reports/h200/kernel7) and "
+             "its mma.sync form (7mma, reports/h200/kernel7mma), the kernel 7 of the A100 / RTX 3090 panels")]
 
 
 def _gpu_ceilings(inp: Inputs):

@@ -33,11 +33,15 @@ SENSITIVE = ("smem_latency", "l2_latency", "mufu_latency", "barrier_latency", "m
 # completion the scheduler charges as ``l2_latency``.
 _CEILING_LATENCY = {"lds_32": "smem_latency", "ldsm_x4": "ldsm_latency", "mufu_ex2": "mufu_latency",
                     "bar_sync_128": "barrier_latency", "bar_sync_256": "barrier_latency_256",
-                    "cp_async_wait": "l2_latency"}
+                    "cp_async_wait": "l2_latency", "wgmma_ss_g1": "wgmma_group_latency",
+                    "wgmma_ss_g8": "wgmma_group8_latency", "wgmma_rs_g1": "wgmma_rs_group_latency",
+                    "wgmma_rs_g8": "wgmma_rs_group8_latency"}
 # ceilings.json throughputs -> (Machine field, per-SM rate -> that field).
 _CEILING_RATE = {
     "mma_f16_f32": ("hmma_interval", lambda v: FLOP_PER_HMMA / (v / SUBPARTITIONS)),  # FLOP/clk/SM
     "mufu_ex2": ("mufu_interval", lambda v: 32 / (v / SUBPARTITIONS)),                # op/clk/SM
+    "wgmma_f16_f32": ("wgmma_flop_per_clk_sm", float),                                # FLOP/clk/SM
+    "wgmma_rs_f16_f32": ("wgmma_rs_flop_per_clk_sm", float),
 }
 # The per-GPU gpus.json entries machine() reads besides its whole issue_model block.
 READ = ("sm_count", "mma_sync_flop_per_clk_sm", "fp32_lanes_per_clk_sm", "alu_lanes_per_clk_sm",
@@ -74,6 +78,19 @@ class Machine:
     # Measured L2 -> SM load bandwidth per SM (B/clk) where a measurement exists (None: no
     # L2 bandwidth term): LDGSTS bytes queue on it before their L2 latency starts.
     l2_bytes_per_clk_sm: float | None = None
+    # Warpgroup MMA (sm_90a), measured by make ceilings only (None: the GPU runs no HGMMA in
+    # this model): SM rate with both operands in shared memory (SS) and with A from
+    # registers (RS, default: the SS rate); cycles from a lone warpgroup's fence to the end of
+    # its wait for a group of 1 and of 8 dependent m64n128k16.
+    wgmma_flop_per_clk_sm: float | None = None
+    wgmma_rs_flop_per_clk_sm: float | None = None
+    wgmma_group_latency: float | None = None
+    wgmma_group8_latency: float | None = None
+    wgmma_rs_group_latency: float | None = None     # the same with A from registers (RS)
+    wgmma_rs_group8_latency: float | None = None
+    # An HGMMA's shared-memory operand bytes (A for SS, B always) take smem wavefronts
+    # (an assumption: they share the 128 B/clk data path with LDS/STS/LDGSTS; 0 = they don't).
+    wgmma_smem_share: float = 1.0
     sources: dict = field(default_factory=dict, compare=False)
     # Constants read from an entry whose source names no citation and no measurement.
     fitted: tuple = field(default=(), compare=False)
@@ -86,6 +103,31 @@ class Machine:
         if warps_per_cta * 32 >= 256 and self.barrier_latency_256 is not None:
             return self.barrier_latency_256
         return self.barrier_latency
+
+    def wgmma_cycles(self, n: int, rs: bool) -> float:
+        """Cycles one m64nNk16 occupies the SM's tensor cores (all four sub-partitions)."""
+        rate = (self.wgmma_rs_flop_per_clk_sm if rs else None) or self.wgmma_flop_per_clk_sm
+        return 2.0 * 64 * n * 16 / rate
+
+    def _group_latencies(self, rs: bool) -> tuple[float | None, float | None]:
+        if rs and self.wgmma_rs_group_latency and self.wgmma_rs_group8_latency:
+            return self.wgmma_rs_group_latency, self.wgmma_rs_group8_latency
+        return self.wgmma_group_latency, self.wgmma_group8_latency
+
+    def wgmma_chain(self, n: int, rs: bool) -> float:
+        """Cycles between two dependent HGMMA of one warpgroup (the lone-warpgroup chain:
+        (group of 8 - group of 1) / 7, at N = 128), never below the pipe occupancy."""
+        own = self.wgmma_cycles(n, rs)
+        g1, g8 = self._group_latencies(rs)
+        if g1 and g8:
+            return max(own, (g8 - g1) / 7 * n / 128)
+        return own
+
+    def wgmma_drain(self, rs: bool = False) -> float:
+        """Cycles from the end of a group's last HGMMA on the pipe to its wait's release: the
+        measured group-of-1 latency less that HGMMA's own pipe time (N = 128)."""
+        g1, _ = self._group_latencies(rs)
+        return max(0.0, (g1 or 0.0) - self.wgmma_cycles(128, rs))
 
     def scaled(self, name: str, factor: float) -> "Machine":
         return replace(self, **{name: getattr(self, name) * factor})

@@ -138,9 +138,12 @@ def _config_slug(path) -> str | None:
     return str(slug) if slug else None
 
 
-def launch_work(frame: pd.DataFrame, gpus: dict | None = None) -> pd.DataFrame:
+def launch_work(frame: pd.DataFrame, gpus: dict | None = None, wgmma: bool = False) -> pd.DataFrame:
     """One row per launch that is a known target: identity, gpu_key, WORK_COLUMNS,
-    opcode counts (dict column ``opcodes``), measured SM cycles and the report's peaks."""
+    opcode counts (dict column ``opcodes``), measured SM cycles and the report's peaks.
+    Kernel 7: by default its mma.sync form is target "7" and the wgmma kernel 7 is left out
+    (the pipe-time model has no warpgroup MMA); with ``wgmma`` (the issue model, which
+    simulates HGMMA) the shipped kernel 7 is "7" and its mma.sync form "7mma"."""
     gpus = gpus or load_gpus()
     ident = launch_identity(frame).set_index(list(LAUNCH_KEY))
     rows = []
@@ -148,10 +151,11 @@ def launch_work(frame: pd.DataFrame, gpus: dict | None = None) -> pd.DataFrame:
         info = ident.loc[key]
         target = kernel_key(key[0], info["variant"])
         if target == MMA_SYNC_KEY:
-            target = "7"  # kernel 7's mma.sync form: the kernel 7 the gap models describe
-        elif target == "7" and str(_config_slug(info.get("path")) or "").endswith("_wgmma"):
-            continue  # the Hopper wgmma kernel 7: neither model simulates warpgroup MMA
-        if target not in TARGETS:
+            if not wgmma:
+                target = "7"  # kernel 7's mma.sync form: the kernel 7 the pipe-time model describes
+        elif target == "7" and str(_config_slug(info.get("path")) or "").endswith("_wgmma") and not wgmma:
+            continue  # the Hopper wgmma kernel 7: the pipe-time model does not simulate warpgroup MMA
+        if target not in TARGETS and not (wgmma and target == MMA_SYNC_KEY):
             continue
         ops = {k[len(OPCODE_PREFIX):-1]: v for k, v in m.items() if k.startswith(OPCODE_PREFIX)}
         dram = m.get("dram__bytes.sum")

@@ -18,6 +18,7 @@ says they were fitted (none).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import random
@@ -30,9 +31,10 @@ from flashprof.analysis.gap.constants import FLOP_PER_HMMA, SENSITIVE, SUBPARTIT
 from flashprof.analysis.gap.controls import SassError
 from flashprof.analysis.gap.loops import (SERIES_K7_SWEEP, SERIES_KERNELS, LoopCode, fa2_loop, kernel_loop,
                                          series_file, series_loop)
-from flashprof.analysis.gap.scheduler import pipe, simulate
+from flashprof.analysis.gap.scheduler import flop_per_warp, hgmma_shape, pipe, simulate
 from flashprof.analysis.gap.data import REF, load_published
 from flashprof.kernels.gpus import SHIPPED, by_slug
+from flashprof.kernels.config import MMA_SYNC_KEY as MMA_SYNC
 
 SHAPE = {"batch": 16, "heads": 16, "seq": 4096}
 H200 = SHIPPED.model_key  # the GPU of the measured reports
@@ -48,7 +50,9 @@ STALL_GROUPS = {
     "scoreboard": (("wait barrier",), ("short_scoreboard", "long_scoreboard")),
     "mio": (("mio throttle", "lsu/mio"), ("mio_throttle", "lg_throttle")),
     "math_pipe": (("tensor pipe", "fma pipe", "alu pipe", "xu pipe"), ("math_pipe_throttle",)),
-    "barrier": (("barrier",), ("barrier",)),
+    # WARPGROUP.DEPBAR (a wait for warpgroup MMA) is sampled as "barrier": on the H200 report of
+    # the wgmma kernel 7, 96 % of its barrier samples sit on its two WARPGROUP.DEPBAR PCs.
+    "barrier": (("barrier", "wgmma wait"), ("barrier",)),
     "not_selected": (("not selected",), ("not_selected",)),
 }
 STALL_METRIC = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
@@ -64,10 +68,11 @@ def measured_stalls(metrics: dict) -> dict:
 
 
 def kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0, seeds=None,
-                seq: int = SHAPE["seq"]) -> dict:
-    key = (code, m, conflict, tuple(seeds or SEEDS), seq)
+                seq: int = SHAPE["seq"], opts: tuple = ()) -> dict:
+    """``opts``: scheduler what-if options as sorted (name, value) pairs (scheduler.simulate)."""
+    key = (code, m, conflict, tuple(seeds or SEEDS), seq, opts)
     if key not in _MEMO:  # the same FA2 serves several row sets: simulate it once
-        _MEMO[key] = _kernel_time(code, m, conflict, seeds, seq)
+        _MEMO[key] = _kernel_time(code, m, conflict, seeds, seq, opts)
     return _MEMO[key]
 
 
@@ -75,12 +80,12 @@ _MEMO: dict = {}
 
 
 def _kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0, seeds=None,
-                 seq: int = SHAPE["seq"]) -> dict:
+                 seq: int = SHAPE["seq"], opts: tuple = ()) -> dict:
     occ = occupancy(m, code.registers, code.smem_bytes, code.warps)
     if occ["ctas"] < 1:
         raise SassError(f"{code.target} on {m.gpu_key}: does not fit on an SM ({occ})")
     seeds = tuple(seeds or SEEDS)
-    args = [(list(code.body), m, occ["ctas"], code.warps, 8, conflict, s) for s in seeds]
+    args = [(list(code.body), m, occ["ctas"], code.warps, 8, conflict, s, opts) for s in seeds]
     sims = list(_POOL.map(_sim, args)) if _POOL is not None else [_sim(a) for a in args]
     loops = [x["cycles_per_iter"] for x in sims]
     loop = sum(loops) / len(loops)
@@ -89,10 +94,10 @@ def _kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0, seeds=None,
            "warps_per_issue": _mean_dicts([x["warps_per_issue"] for x in sims])}
     ctas = SHAPE["batch"] * SHAPE["heads"] * seq // code.B_r
     waves = math.ceil(ctas / (m.sm_count * occ["ctas"]))
-    # Trips from the loop's own HMMA count (a compiler may split or unroll the KV loop):
-    # the CTA's FLOP (4 B_r S d) over the FLOP one pass of the body does (HMMA x 4096 x warps).
-    hmma = sum(1 for i in code.body if i.base == "HMMA")
-    trips = 4.0 * code.B_r * seq * 128 / (hmma * FLOP_PER_HMMA * code.warps)
+    # Trips from the loop's own tensor work (a compiler may split or unroll the KV loop):
+    # the CTA's FLOP (4 B_r S d) over the FLOP one pass of the body does (per warp x warps).
+    body_flop = sum(flop_per_warp(i) for i in code.body)
+    trips = 4.0 * code.B_r * seq * 128 / (body_flop * code.warps)
     tail = loop * (code.total_insts - len(code.body)) / len(code.body)
     cycles = waves * (trips * loop + tail)
     flop = 4.0 * SHAPE["batch"] * SHAPE["heads"] * seq ** 2 * 128
@@ -103,7 +108,8 @@ def _kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0, seeds=None,
     # the prologue / epilogue (tail) counts as idle for every pipe.
     per_sp = occ["ctas"] * code.warps / SUBPARTITIONS
     n = {p: sum(1 for i in code.body if pipe(i) in p) for p in (("tensor",), ("fp32", "imad"), ("alu",), ("xu",))}
-    busy = {"tensor": n[("tensor",)] * m.hmma_interval,
+    wg = [hgmma_shape(i) for i in code.body if pipe(i) == "wgmma"]
+    busy = {"tensor": n[("tensor",)] * m.hmma_interval + sum(m.wgmma_cycles(nn, rs) for nn, _k, rs, _c in wg),
             "fma": n[("fp32", "imad")] * m.fp32_interval / m.fp32_halves,
             "alu": n[("alu",)] * m.alu_interval, "xu": n[("xu",)] * m.mufu_interval}
     in_loop = trips * loop / (trips * loop + tail)
@@ -112,8 +118,10 @@ def _kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0, seeds=None,
             "cycles_seeds": [cycles * x / loop for x in loops], "pipe_pct": pipe_pct,
             "occupancy_limit": occ["limit"], "waves": waves, "tail_cycles": tail,
             "tflops": flop / (cycles / (m.clock_mhz * 1e6)) / 1e12,
-            "tensor_active_pct": 100 * flop / m.sm_count / (4096 * 4 / m.hmma_interval) / cycles
-            , "issue_pct": 100 * slots.get("issued", 0.0),
+            # against the roof of the kernel's own tensor path (wgmma or mma.sync)
+            "tensor_active_pct": 100 * flop / m.sm_count / (m.wgmma_flop_per_clk_sm if wg else
+                                                             FLOP_PER_HMMA * SUBPARTITIONS / m.hmma_interval) / cycles,
+            "tensor_path": "wgmma" if wg else "mma.sync", "issue_pct": 100 * slots.get("issued", 0.0),
             "loop_spread_pct": 100 * (max(loops) - min(loops)) / loop,
             "limiting": limit, "slots": slots, "stalls": model_stalls(sim["warps_per_issue"])}
 
@@ -143,8 +151,8 @@ _POOL: ProcessPoolExecutor | None = None  # set by report(): seeds run in 2 proc
 
 
 def _sim(a):
-    body, m, ctas, warps, iters, conflict, seed = a
-    return simulate(body, m, ctas, warps, iterations=iters, conflict=conflict, seed=seed)
+    body, m, ctas, warps, iters, conflict, seed, opts = a
+    return simulate(body, m, ctas, warps, iterations=iters, conflict=conflict, seed=seed, **dict(opts))
 
 
 def _mean_dicts(ds: list[dict]) -> dict:
@@ -158,7 +166,8 @@ def _explain(r: dict, m: Machine) -> str:
     return (f"{r['ctas_per_sm']} CTA/SM ({r['occupancy_limit']}); issue slots: "
             f"{100 * s.get('issued', 0):.0f} % issuing, "
             + ", ".join(f"{100 * v:.0f} % {k}" for v, k in top)
-            + f"; HMMA every {m.hmma_interval:.0f} cycles per sub-partition")
+            + (f"; HGMMA m64n128k16 {m.wgmma_cycles(128, False):.0f} cycles on the SM's tensor pipes"
+               if r.get("tensor_path") == "wgmma" else f"; HMMA every {m.hmma_interval:.0f} cycles per sub-partition"))
 
 
 def codes_for(gpu_key: str, slugs: dict[str, str]) -> dict[str, LoopCode]:
@@ -356,6 +365,9 @@ def summaries(recs: list[dict], ref_tflops: dict | None = None) -> list[dict]:
              "mae_pp": _mae([r["error_pp"] for r in scored]),
              "cycles_mape_pct": _mae(cyc) if cyc else math.nan,
              "k7_error_pp": by["7"]["error_pp"] if "7" in by else math.nan,
+             "k7mma_error_pp": by[MMA_SYNC]["error_pp"] if MMA_SYNC in by else math.nan,
+             # the kernels as shipped (1-7): kernel 7's mma.sync form left out
+             "mae_shipped_pp": _mae([r["error_pp"] for r in scored if r["target"] != MMA_SYNC]),
              "fitted_parameters": sorted({p for r in rs for p in r["fitted_parameters"]})}
         if binary == "series" and ref is not None and scored:
             s["mae_sd_pp"] = _mae_spread(scored, ref)
@@ -393,6 +405,36 @@ def sensitivity(conflicts: dict, gpus=tuple(PUBLISHED_KEY), names=SENSITIVE, tar
                 for t in targets:
                     row[f"k{t}_pct_x{f}"] = 100 * p[REF]["pred_cycles"] / p[t]["pred_cycles"]
             out.append(row)
+    return out
+
+
+WGMMA_SENSITIVE = ("wgmma_group_latency", "wgmma_group8_latency", "wgmma_rs_group_latency",
+                   "wgmma_rs_group8_latency", "wgmma_flop_per_clk_sm")
+
+
+def sensitivity_wgmma(slugs: dict[str, str], conflicts: dict) -> list[dict]:
+    """H200, the shipped wgmma kernel 7: % of FA2 with each wgmma constant at 0.8x and 1.2x,
+    and with the HGMMA operand reads off the shared-memory data path (wgmma_smem_share 0)."""
+    if "7" not in slugs:
+        return []
+    m = machine(H200)
+    if m.wgmma_flop_per_clk_sm is None:
+        return []
+    code = kernel_loop("7", GPUS[H200], slugs["7"])
+    ref = kernel_time(fa2_loop(GPUS[H200]), m, conflicts.get(REF, 1.0), SENSITIVITY_SEEDS)
+    pct = lambda mm: 100 * ref["pred_cycles"] / kernel_time(code, mm, conflicts.get("7", 1.0), SENSITIVITY_SEEDS)["pred_cycles"]
+    base = pct(m)
+    out = []
+    for name in WGMMA_SENSITIVE:
+        if getattr(m, name) is None:
+            continue
+        out.append({"kind": "sensitivity_wgmma", "gpu_key": H200, "target": "7", "constant": name,
+                    "value": getattr(m, name), "source": m.sources.get(name, ""), "pct": base,
+                    "pct_x0.8": pct(m.scaled(name, 0.8)), "pct_x1.2": pct(m.scaled(name, 1.2))})
+    off = dataclasses.replace(m, wgmma_smem_share=0.0)
+    out.append({"kind": "sensitivity_wgmma", "gpu_key": H200, "target": "7", "constant": "wgmma_smem_share",
+                "value": m.wgmma_smem_share, "source": "assumption (scheduler docstring)", "pct": base,
+                "pct_share_0": pct(off)})
     return out
 
 
@@ -437,7 +479,7 @@ def h200_evidence(frame) -> tuple[dict, dict, dict]:
     meas, conflicts, slugs = {}, {}, {}
     if frame is None or not len(frame):
         return meas, conflicts, slugs
-    lw = launch_work(frame)
+    lw = launch_work(frame, wgmma=True)
     lw = lw[lw["gpu_key"] == H200]
     by_launch = {(key[0], key[2]): m for key, _arch, m in per_launch(frame)}
     for r in lw.to_dict("records"):
@@ -477,6 +519,7 @@ def report(frame=None, workers: int = 2) -> list[dict]:
         recs += k7_sweep(conflicts)
         progress("sensitivity to each assumed constant")
         recs += sensitivity(conflicts)
+        recs += sensitivity_wgmma(h200, conflicts)
         progress("done")
     finally:
         _POOL = None
@@ -502,6 +545,11 @@ def limitations(recs: list[dict]) -> list[str]:
             "modelled as L1 hits only), instruction fetch. An Nsight Compute profile of kernel 16 and FA2 on an A100 "
             "at 1110 MHz (stall reasons, dispatch stalls, L1 hit rate of local loads) would settle it.")
     out += [
+        "H200 kernel 7 is the shipped wgmma kernel (HGMMA simulated: the measured SS / RS wgmma rates and the "
+        "group latency from make ceilings' wgmma probes, nothing fitted; a WARPGROUP.DEPBAR wait counts as "
+        "Nsight Compute's 'barrier', where its PC sampling puts it); 7mma is its mma.sync form. The HGMMA's "
+        "shared-memory operand reads share the 128 B/clk data path with the other shared-memory traffic "
+        "(an assumption: wgmma_smem_share in the sensitivity of the what-if). The A100 / RTX 3090 rows have no HGMMA.",
         "Not modelled: Nsight Compute's dispatch_stall (0.12-0.34 warps per issue on the H200 kernels, about "
         "5 % of their stall cycles; register-bank / dispatch conflicts). With the H200 latencies and rates "
         "measured by make ceilings (reports/h200/ceilings.json) the H200 cycles are within -4 to +6 %.",
@@ -583,6 +631,15 @@ def render(recs: list[dict]) -> str:
             lines.append(f"  {r['gpu_key']:<10} {r['constant']:<16} {r['value']:>7.1f}  k7 {r['k7_pct_x0.8']:6.1f} "
                          f"{r['k7_pct']:6.1f} {r['k7_pct_x1.2']:6.1f}   k9 {r['k9_pct_x0.8']:6.1f} {r['k9_pct']:6.1f} "
                          f"{r['k9_pct_x1.2']:6.1f}")
+    sw = [r for r in recs if r["kind"] == "sensitivity_wgmma"]
+    if sw:
+        lines += ["", "sensitivity: H200 wgmma kernel 7, % of FA2 with each wgmma constant at 0.8x / 1.0x / 1.2x"]
+        for r in sw:
+            if "pct_share_0" in r:
+                lines.append(f"  {r['constant']:<22} {r['value']:>7.2f}  {r['pct']:6.1f} -> {r['pct_share_0']:6.1f} "
+                             "with the HGMMA operand reads off the shared-memory path")
+            else:
+                lines.append(f"  {r['constant']:<22} {r['value']:>7.1f}  {r['pct_x0.8']:6.1f} {r['pct']:6.1f} {r['pct_x1.2']:6.1f}")
     lines += ["", "limitations:"] + [f"- {r['text']}" for r in recs if r["kind"] == "limitation"]
     return "\n".join(lines)
 

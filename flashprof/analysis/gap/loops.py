@@ -152,14 +152,17 @@ def write_kernel_loops(jobs) -> list[Path]:
 
     LOOP_DIR.mkdir(parents=True, exist_ok=True)
     out = []
-    for (cfg, arch), cubin in build_many(jobs).items():
+    # a wgmma config compiles as sm_90a only (KernelConfig.target_arch); its file keeps the arch asked
+    built = build_many([(cfg, cfg.target_arch(arch)) for cfg, arch in jobs])
+    for (cfg, arch) in jobs:
+        cubin = built[(cfg, cfg.target_arch(arch))]
         per_fn = parse(dump_sass(cubin))
         fn = pick_function(per_fn, "fp16")
         insts = per_fn[fn]
-        lo, hi = main_loop(insts)
+        lo, hi = main_loop(insts, "HGMMA" if cfg.wgmma else "HMMA")
         stats = ptxas_report(log_path(cubin))[fn]
-        smem = (cfg.B_r + 2 * cfg.B_c) * cfg.d_head * 2
-        lines = [f"# kernel config {cfg.slug}, {arch}, fp16: main KV loop of {fn}",
+        smem = cfg.smem_bytes
+        lines = [f"# kernel config {cfg.slug}, {cfg.target_arch(arch)}, fp16: main KV loop of {fn}",
                  "# from: python -m flashprof.analysis.gap.loops (flashprof.kernels.sass.static static build, cuobjdump -sass)",
                  f"# total_instructions: {len(insts)}", f"# loop_span: {insts[lo].addr:#06x}-{insts[hi].addr:#06x}",
                  f"# registers: {stats.registers}", f"# smem_bytes: {smem}", f"# warps: {cfg.n_warps}",

@@ -17,7 +17,17 @@ issued per cycle, greedy-then-oldest warp choice. A warp's next instruction may 
   ALU, XU/MUFU, and the SM-wide LSU/MIO port (``lsu_per_clk_sm``);
 * for shared-memory instructions, fewer than ``mio_queue_depth`` of its sub-partition's
   shared-memory requests wait for the data path;
-* ``BAR.SYNC``: all warps of its CTA have arrived (+ ``Machine.bar_latency``: 128 or 256 threads).
+* ``BAR.SYNC``: all warps of its CTA have arrived (+ ``Machine.bar_latency``: 128 or 256 threads);
+* ``WARPGROUP.DEPBAR.LE gsb0, n``: at most n of its committed HGMMA groups are unfinished.
+Warpgroup MMA (HGMMA, sm_90a) is asynchronous: issuing one costs an issue slot and nothing
+waits for the tensor pipe. The warpgroup's instruction starts once its four warps have
+issued it, the four sub-partitions' tensor pipes are free and the warpgroup's previous
+HGMMA is ``Machine.wgmma_chain`` cycles old; it holds all four pipes ``Machine.wgmma_cycles``
+(the measured SS or RS rate). A group (closed by the HGMMA marked ``gsb0``) is finished
+``Machine.wgmma_drain`` cycles after its last HGMMA leaves the pipe (the measured latency of
+a group of one, SS or RS). While it runs, its shared-memory operands (A for SS, B always) take
+their bytes / 128 wavefronts out of the shared-memory data path, spread evenly over it: the
+other shared-memory instructions get the rest.
 Shared memory serves one 128-byte wavefront per SM clock (LDSM.x4 / LDS.128 / STS.128 =
 4 wavefronts, times a bank-conflict factor given per kernel); completion = end of its
 wavefronts + ``smem_latency`` (LDSM on a GPU with a measured ``ldsm_latency``: a
@@ -29,11 +39,13 @@ Besides the cycles, every resident warp's state each cycle is counted (issued, t
 rule that blocks it, or "not selected"), per issued instruction: the model's counterpart
 of Nsight Compute's smsp__average_warps_issue_stalled_<reason>_per_issue_active.
 Not modelled: taken forward branches inside the loop, instruction cache, register-bank
-conflicts, DRAM bandwidth, L2 hit rate (every LDGSTS hits).
+conflicts, DRAM bandwidth, L2 hit rate (every LDGSTS hits), an HGMMA slowed by the
+shared-memory traffic of others, the wgmma fence's (WARPGROUP.ARRIVE) wait for registers.
 """
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -69,10 +81,39 @@ def wavefronts(i: Inst) -> int:
     return 1
 
 
+_HGMMA_SHAPE = re.compile(r"^HGMMA\.64x(\d+)x(\d+)", re.I)
+
+
+def hgmma_shape(i: Inst) -> tuple[int, int, bool, bool]:
+    """(N, K, A from registers, closes a group) of an ``HGMMA.64xNxK`` instruction:
+    ``HGMMA.64x128x16.F32 R88, R24, gdesc[UR16].tnspB, R88, gsb0`` is N 128, K 16, RS, commit."""
+    m = _HGMMA_SHAPE.match(i.op)
+    if not m:
+        raise ValueError(f"not a warpgroup MMA shape: {i.op}")
+    ops = [o.strip() for o in i.operands.split(",")]
+    rs = len(ops) > 1 and ops[1].startswith("R")
+    return int(m.group(1)), int(m.group(2)), rs, "gsb0" in i.operands
+
+
+def flop_per_warp(i: Inst) -> float:
+    """FLOP one warp's instruction does: HMMA.16816 2 x 16 x 8 x 16; an HGMMA 64xNxK, a
+    quarter of its warpgroup's 2 x 64 x N x K."""
+    if i.base == "HMMA":
+        return 2.0 * 16 * 8 * 16
+    if i.base == "HGMMA":
+        n, k, _rs, _c = hgmma_shape(i)
+        return 2.0 * 64 * n * k / 4
+    return 0.0
+
+
 def pipe(i: Inst) -> str:
     b = i.base
     if b == "HMMA":
         return "tensor"
+    if b == "HGMMA":
+        return "wgmma"
+    if b == "WARPGROUP":
+        return "wgmma_ctl"
     if b in IMAD_OPS:
         return "imad"
     if b in FP32_OPS:
@@ -103,18 +144,30 @@ class _Warp:
 
 
 def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterations: int = 8,
-             conflict: float = 1.0, seed: int = 0) -> dict:
+             conflict: float = 1.0, seed: int = 0, pingpong: bool = False,
+             background_wavefronts: float = 0.0) -> dict:
     """Steady-state cycles per loop iteration of ``ctas`` CTAs on one SM. ``seed`` > 0
     starts each CTA after a pseudo-random delay of 0-255 cycles (CTAs never start in
     lockstep on hardware) and adds 0-``JITTER`` cycles to every variable-latency
     completion. A deterministic schedule locks into one of several steady states that
     differ by a few per cent (a 0.1 % change of one latency can flip it), so callers
-    average a few seeds and report the spread."""
+    average a few seeds and report the spread.
+    What-if options (analysis/gap/whatif.py): ``pingpong`` -- the SM's warpgroups take turns
+    at their GEMM phases (WARPGROUP.ARRIVE to the HGMMA closing the group), in a fixed order,
+    as named barriers make them in FlashAttention-3; a warp waiting for its turn counts as
+    "barrier". ``background_wavefronts`` -- shared-memory wavefronts each CTA's tiles take per
+    loop pass without any instruction of the loop (a TMA producer's writes), spread over that
+    CTA's previous pass."""
     if not body or ctas < 1:
         raise ValueError("empty loop body or no resident CTA")
     n = len(body)
     pipes = [pipe(i) for i in body]
     waves = [wavefronts(i) for i in body]
+    shapes = {k: hgmma_shape(i) for k, i in enumerate(body) if pipes[k] == "wgmma"}
+    if shapes and (m.wgmma_flop_per_clk_sm is None or warps_per_cta % SUBPARTITIONS):
+        raise ValueError(f"{m.gpu_key}: HGMMA in the loop but no measured wgmma rate for this GPU"
+                         if m.wgmma_flop_per_clk_sm is None else
+                         f"HGMMA with {warps_per_cta} warps per CTA: not whole warpgroups")
     rng = random.Random(seed)
     delay = [rng.randint(0, 255) if seed else 0 for _ in range(ctas)]
     warps = [_Warp(w, w // warps_per_cta, w % SUBPARTITIONS, ready=float(delay[w // warps_per_cta]))
@@ -127,6 +180,13 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     smem_starts: list[list[float]] = [[] for _ in range(SUBPARTITIONS)]
     bar_arrived: Counter = Counter()
     bar_release: dict = {}
+    wg_arrived: dict = {}                      # (cta, warpgroup, it, pc) -> [cell, warps so far]
+    wg_chain: dict = {}                        # (cta, warpgroup) -> earliest start of its next HGMMA
+    wg_pending: list[list[list]] = [[] for _ in warps]  # per warp: cells [finish time or None]
+    smem_windows: list[tuple[float, float, float]] = []  # HGMMA operand reads: (start, end, share)
+    turn = {"order": sorted({(w.cta, (w.wid % warps_per_cta) // SUBPARTITIONS) for w in warps}), "k": 0,
+            "committed": 0} if pingpong else None
+    cta_pass = [0.0] * ctas
     last = [None] * SUBPARTITIONS
     finish = {}
     stalls: Counter = Counter()
@@ -142,8 +202,12 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                 cand.insert(0, last[sp])
             issued = False
             reason = "idle" if not cand else None
+            if turn is not None:
+                _next_turn(turn, warps, warps_per_cta, iterations)
             whys = [_blocked(w, body[w.pc], pipes[w.pc], t, sb[w.wid], groups[w.wid], busy[sp],
-                             m, smem_starts[sp], lsu_free, bar_release) for w in cand]
+                             m, smem_starts[sp], lsu_free, bar_release, wg_pending[w.wid])
+                    or (_not_my_turn(turn, w, body[w.pc], warps_per_cta) if turn is not None else None)
+                    for w in cand]
             chosen = next((w for w, y in zip(cand, whys) if y is None), None)
             for w, y in zip(cand, whys):
                 if w.it >= 1:  # per-warp states after the first pass (ncu's stall reasons)
@@ -168,11 +232,18 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                 elif p == "xu":
                     busy[sp]["xu"] = t + m.mufu_interval
                     done = t + m.mufu_latency
+                elif p == "wgmma":
+                    _issue_hgmma(w, t, shapes[w.pc], warps_per_cta, m, busy, wg_arrived, wg_chain,
+                                 wg_pending[w.wid], smem_windows)
+                    if turn is not None and shapes[w.pc][3]:
+                        turn["committed"] += 1  # the fourth warp's commit ends the turn
                 elif p in ("smem", "lsu"):
                     lsu_free = max(lsu_free, t) + 1.0 / m.lsu_per_clk_sm
                     if p == "smem":
                         start = max(t, smem_free)
                         wf = waves[w.pc] * (conflict if i.base != "LDGSTS" else 1.0)
+                        if smem_windows:
+                            wf /= max(0.05, 1.0 - _smem_taken(smem_windows, start))
                         smem_free = start + wf
                         smem_starts[sp].append(start)
                         if i.base == "LDGSTS":
@@ -205,6 +276,10 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                         bar_release[key] = t + m.bar_latency(warps_per_cta)
                     w.at_bar, w.bar_key = True, key
                 w.ready = t + max(1, c.stall)
+                if background_wavefronts and w.pc == n - 1 and w.wid % warps_per_cta == 0:
+                    span = max(1.0, t - cta_pass[w.cta]) if cta_pass[w.cta] else float(n)
+                    smem_windows.append((t, t + span, background_wavefronts / span))
+                    cta_pass[w.cta] = t
                 _advance(w, n, finish, t)
                 last[sp] = w
                 progressed += 1
@@ -239,7 +314,62 @@ def _advance(w: _Warp, n: int, finish: dict, t: int) -> None:
     finish.setdefault((w.wid, 0), 0)
 
 
-def _blocked(w, i, p, t, sb, groups, busy, m, starts, lsu_free, bar_release) -> str | None:
+def _issue_hgmma(w, t, shape, warps_per_cta, m, busy, arrived, chain, pending, windows) -> None:
+    """One warp issues its part of a warpgroup MMA; the fourth warp to do so starts it."""
+    n_, _k, rs, commit = shape
+    wg = (w.wid % warps_per_cta) // SUBPARTITIONS
+    key = (w.cta, wg, w.it, w.pc)
+    entry = arrived.setdefault(key, [[None], 0])
+    entry[1] += 1
+    if commit:
+        pending.append(entry[0])
+    if entry[1] < SUBPARTITIONS:
+        return
+    del arrived[key]
+    own = m.wgmma_cycles(n_, rs)
+    start = max(t + 1.0, chain.get((w.cta, wg), 0.0), *(b["tensor"] for b in busy))
+    end = start + own
+    for b in busy:
+        b["tensor"] = end
+    chain[(w.cta, wg)] = start + m.wgmma_chain(n_, rs)
+    if m.wgmma_smem_share:
+        operand_bytes = 16 * n_ * 2 + (0 if rs else 64 * 16 * 2)
+        windows.append((start, end, m.wgmma_smem_share * operand_bytes / 128 / own))
+        if len(windows) > 64:
+            del windows[:-64]
+    if commit:
+        entry[0][0] = end + m.wgmma_drain(rs)
+
+
+def _not_my_turn(turn, w, i, warps_per_cta) -> str | None:
+    """Ping-pong: a WARPGROUP.ARRIVE (a GEMM phase's start) waits for its warpgroup's turn."""
+    if i.base != "WARPGROUP" or ".ARRIVE" not in i.op:
+        return None
+    mine = (w.cta, (w.wid % warps_per_cta) // SUBPARTITIONS)
+    return None if turn["order"][turn["k"]] == mine else "barrier"
+
+
+def _next_turn(turn, warps, warps_per_cta, iterations) -> None:
+    """Pass the turn once the holder's four warps have closed their group, or when the
+    holder has no pass left (it would hold the others forever)."""
+    order = turn["order"]
+    for _ in range(len(order)):
+        cta, wg = order[turn["k"]]
+        done = all(x.it >= iterations for x in warps
+                   if x.cta == cta and (x.wid % warps_per_cta) // SUBPARTITIONS == wg)
+        if turn["committed"] >= SUBPARTITIONS or done:
+            turn["k"] = (turn["k"] + 1) % len(order)
+            turn["committed"] = 0
+        else:
+            return
+
+
+def _smem_taken(windows, t: float) -> float:
+    """Share of the shared-memory data path the running HGMMAs' operand reads take at t."""
+    return min(1.0, sum(share for a, b, share in windows if a <= t < b))
+
+
+def _blocked(w, i, p, t, sb, groups, busy, m, starts, lsu_free, bar_release, wg_pending=()) -> str | None:
     if w.at_bar:
         if bar_release.get(w.bar_key, float("inf")) > t:
             return "barrier"
@@ -249,6 +379,10 @@ def _blocked(w, i, p, t, sb, groups, busy, m, starts, lsu_free, bar_release) -> 
     for b in i.ctrl.waits_on:
         if sb[b] > t:
             return "wait barrier"
+    if p == "wgmma_ctl" and ".DEPBAR" in i.op:
+        wg_pending[:] = [c for c in wg_pending if c[0] is None or c[0] > t]
+        if len(wg_pending) > _depbar_n(i):
+            return "wgmma wait"
     if i.base == "DEPBAR":
         allowed = _depbar_n(i)
         pending = sorted(g for g in groups if g > t)

@@ -1,7 +1,8 @@
 // Empirical ceilings of the GPU this runs on: one binary, every microbenchmark, < 1 minute.
 //   ceilings            -> JSON lines on stdout: one "device" record, then one
 //                          "measurement" record per benchmark (raw cycles, ms and work)
-//   ceilings wgmma      -> the same for the wgmma benchmark alone (sm_90a builds; a separate
+//   ceilings wgmma      -> the same for the wgmma benchmarks alone: SS and RS throughput, the
+//                          latency of a group of 1 and of 8 (sm_90a builds; a separate
 //                          process, so that a fault there cannot cost the other results)
 //   ceilings mix        -> HMMA with K interleaved FFMA / IMAD / MUFU.EX2 per HMMA, with and
 //                          without operand reuse (mix.cuh; issue 31's candidate costs)
@@ -49,7 +50,16 @@ int main(int argc, char** argv) {
         Record r;
         if (bench_wgmma(dev, r)) {
             emit(r);
-            return r.check == "ok" ? 0 : 1;
+            bool ok = r.check == "ok";
+            Record rs;
+            bench_wgmma<true>(dev, rs);
+            emit(rs);
+            ok = ok && rs.check == "ok";
+            for (const Record& l : bench_wgmma_latencies(dev)) {
+                emit(l);
+                ok = ok && l.check == "ok";
+            }
+            return ok ? 0 : 1;
         }
         std::fprintf(stderr, "ceilings: this build has no wgmma (not compiled for sm_90a)\n");
         return 0;
