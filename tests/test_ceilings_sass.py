@@ -59,14 +59,37 @@ def test_wgmma_only_in_the_sm_90a_build(sass):
     """sm_90 builds as sm_90a: the loop issues HGMMA 64x128x16 (fp32 accumulate), 8 per
     group, waiting for all but the last group; elsewhere the kernel is an empty stub."""
     arch, listings = sass
-    insns = bench.function(listings, "k_wgmma_tput")
-    hgmma = _count(insns, "HGMMA.64x128x16.F32")
+    for rs in ("ILb0E", "ILb1E"):  # SS and RS
+        insns = bench.function(listings, "k_wgmma_tput", rs)
+        hgmma = _count(insns, "HGMMA.64x128x16.F32")
+        if arch != "sm_90":
+            assert hgmma == 0
+            continue
+        assert hgmma >= 8 and bench.target(arch) == "sm_90a"
+        waits = [ops for mn, ops in insns if mn == "WARPGROUP.DEPBAR.LE"]
+        assert "gsb0, 0x1" in waits and "gsb0, 0x0" in waits
+        # RS reads A from registers: the HGMMA's second operand is a register, never a descriptor
+        a_ops = {ops.split(",")[1].strip()[:1] for mn, ops in insns if mn == "HGMMA.64x128x16.F32"}
+        assert a_ops == ({"R"} if rs == "ILb1E" else {"g"})
+
+
+def test_wgmma_latency_groups_hold_one_or_eight_dependent_wgmma(sass):
+    """The latency probe: per group one fence, G wgmma accumulating into one register set, the
+    last closing the group, then a wait for all (gsb0, 0x0): G = 1 and 8, SS and RS."""
+    arch, listings = sass
     if arch != "sm_90":
-        assert hgmma == 0
+        assert all(_count(bench.function(listings, "k_wgmma_lat", f"ILb{r}ELi{g}E"), "HGMMA.64x128x16.F32") == 0
+                   for r in (0, 1) for g in (1, 8))
         return
-    assert hgmma >= 8 and bench.target(arch) == "sm_90a"
-    waits = [ops for mn, ops in insns if mn == "WARPGROUP.DEPBAR.LE"]
-    assert "gsb0, 0x1" in waits and "gsb0, 0x0" in waits
+    for r in (0, 1):
+        for g in (1, 8):
+            insns = bench.function(listings, "k_wgmma_lat", f"ILb{r}ELi{g}E")
+            hg = [ops for mn, ops in insns if mn == "HGMMA.64x128x16.F32"]
+            closes = sum("gsb0" in ops for ops in hg)
+            waits = [ops for mn, ops in insns if mn == "WARPGROUP.DEPBAR.LE"]
+            assert hg and len(hg) == closes * g  # every group: g HGMMA, the last with gsb0
+            assert waits and set(waits) == {"gsb0, 0x0"} and len(waits) == closes
+            assert len({ops.split(",")[0] for ops in hg}) == 1  # one accumulator: a dependent chain
 
 
 @pytest.mark.slow

@@ -29,25 +29,36 @@ __device__ __forceinline__ void wgmma_one(float (&d)[64], uint64_t da, uint64_t 
 #endif
 }
 
+// Both benchmarks' operands: 16 KB of ones in shared memory (A 2 KB, B 4 KB inside it), made
+// visible to the tensor cores; their descriptors; the accumulators zeroed.
+struct Ones {
+    uint64_t da, db;  // descriptors of A and B in shared memory (SS)
+    uint32_t a[4];    // A = 1.0 in registers (RS)
+};
+
+__device__ __forceinline__ Ones ones_operands(uint32_t* smem, float (&d)[64]) {
+    for (int i = threadIdx.x; i < kWgmmaSmemBytes / 4; i += blockDim.x) smem[i] = 0x3C003C00u;  // 1.0, 1.0
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    const uint32_t base = smem_u32(smem);
+#pragma unroll
+    for (int i = 0; i < 64; ++i) d[i] = 0.f;
+    return Ones{flashprof::wgmma_desc(base, 128, 256, flashprof::kWgmmaSwizzleNone),
+                flashprof::wgmma_desc(base + 4096, 128, 256, flashprof::kWgmmaSwizzleNone),
+                {0x3C003C00u, 0x3C003C00u, 0x3C003C00u, 0x3C003C00u}};
+}
+
 template <bool RS>
 __global__ void __launch_bounds__(128 * kWgmmaWarpgroups) k_wgmma_tput(float* out, int* supported,
                                                                        BlockTime* times, int groups) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(16) uint32_t wg_smem[];
-    for (int i = threadIdx.x; i < kWgmmaSmemBytes / 4; i += blockDim.x) wg_smem[i] = 0x3C003C00u;  // 1.0, 1.0
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // visible to the tensor cores
-    const uint32_t base = smem_u32(wg_smem);
-    const uint64_t da = flashprof::wgmma_desc(base, 128, 256, flashprof::kWgmmaSwizzleNone),
-                   db = flashprof::wgmma_desc(base + 4096, 128, 256, flashprof::kWgmmaSwizzleNone);
-    const uint32_t a[4] = {0x3C003C00u, 0x3C003C00u, 0x3C003C00u, 0x3C003C00u};
     float d[64];
-#pragma unroll
-    for (int i = 0; i < 64; ++i) d[i] = 0.f;
+    const Ones o = ones_operands(wg_smem, d);
     CEIL_TIMER_START();
     flashprof::wgmma_fence();
     for (int g = 0; g < groups; ++g) {
 #pragma unroll
-        for (int k = 0; k < kWgmmaPerGroup; ++k) wgmma_one<RS>(d, da, db, a);
+        for (int k = 0; k < kWgmmaPerGroup; ++k) wgmma_one<RS>(d, o.da, o.db, o.a);
         flashprof::wgmma_commit();
         flashprof::wgmma_wait<1>();
     }
@@ -68,21 +79,14 @@ template <bool RS, int G>
 __global__ void __launch_bounds__(128) k_wgmma_lat(float* out, long long* cycles, int groups) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(16) uint32_t wg_smem[];
-    for (int i = threadIdx.x; i < kWgmmaSmemBytes / 4; i += blockDim.x) wg_smem[i] = 0x3C003C00u;
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    const uint32_t base = smem_u32(wg_smem);
-    const uint64_t da = flashprof::wgmma_desc(base, 128, 256, flashprof::kWgmmaSwizzleNone),
-                   db = flashprof::wgmma_desc(base + 4096, 128, 256, flashprof::kWgmmaSwizzleNone);
-    const uint32_t a[4] = {0x3C003C00u, 0x3C003C00u, 0x3C003C00u, 0x3C003C00u};
     float d[64];
-#pragma unroll
-    for (int i = 0; i < 64; ++i) d[i] = 0.f;
+    const Ones o = ones_operands(wg_smem, d);
     __syncthreads();
     const long long t0 = clock64();
     for (int g = 0; g < groups; ++g) {
         flashprof::wgmma_fence();
 #pragma unroll
-        for (int k = 0; k < G; ++k) wgmma_one<RS>(d, da, db, a);
+        for (int k = 0; k < G; ++k) wgmma_one<RS>(d, o.da, o.db, o.a);
         flashprof::wgmma_commit();
         flashprof::wgmma_wait<0>();
     }
