@@ -17,7 +17,7 @@ def test_the_committed_page_is_what_the_committed_data_renders():
 
 def test_skill_numbers_worked_from_the_rows():
     recs, _, _ = gap_doc.inputs()
-    for key in ("a100_80gb", "rtx3090"):
+    for key in gap_doc.SERIES_GPUS:
         rows = [r for r in recs if r["kind"] == "row" and r["gpu_key"] == key and r["binary"] == "series"
                 and r.get("seq", 4096) == 4096]
         late = [r for r in rows if r["target"] not in ("ref", "1")]

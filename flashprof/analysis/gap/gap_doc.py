@@ -21,11 +21,18 @@ import pandas as pd
 
 from flashprof.analysis.gap.data import REF, REPO
 from flashprof.analysis.gap.frozen import DIR, _unclean
+from flashprof.analysis.gap.issue_report import H200, PUBLISHED_KEY
 
 PAGE = REPO / "docs" / "GAP.md"
 WHATIF = DIR / "whatif.json"
 WGMMA_CHECK = REPO / "reports" / "sass" / "autotune_wgmma_issue_model.csv"
-NAMES = {"a100_80gb": "A100", "rtx3090": "RTX 3090", "h200_sxm": "H200"}
+SERIES_GPUS = tuple(PUBLISHED_KEY)  # the GPUs with published numbers (model keys, kernels/gpus.py)
+
+
+def _name(rows: list[dict], key: str) -> str:
+    """The GPU's name as the rows carry it, without the vendor prefix."""
+    name = next((r.get("gpu") for r in rows if r["gpu_key"] == key and r.get("gpu")), key)
+    return str(name).removeprefix("NVIDIA ").removeprefix("GeForce ")
 
 
 def _f(v, fmt="{:.1f}") -> str:
@@ -72,47 +79,47 @@ def render(recs: list[dict], whatif: list[dict] | None = None, wgmma_check: pd.D
            ""]
     # ---- verdict
     out += ["## Verdict", ""]
-    h = summ.get(("h200_sxm", "flashprof"))
-    k7 = next((r for r in rows if r["gpu_key"] == "h200_sxm" and r["target"] == "7"), None)
+    h = summ.get((H200, "flashprof"))
+    k7 = next((r for r in rows if r["gpu_key"] == H200 and r["target"] == "7"), None)
     if h:
-        out.append(f"- **H200** (vs its own Nsight Compute reports): MAE {_f(h['mae_pp'])} pp over {h['n']} kernels "
+        out.append(f"- **{_name(rows, H200)}** (vs its own Nsight Compute reports): MAE {_f(h['mae_pp'])} pp over {h['n']} kernels "
                    f"(1–7 as shipped: {_f(h.get('mae_shipped_pp'))} pp); cycles MAPE {_f(h['cycles_mape_pct'])} %.")
     if k7 and not _nan(k7["observed_pct"]):
         top = lambda d: ", ".join(k for k, _ in sorted(d.items(), key=lambda kv: -kv[1])[:2])
         meas = {g: k7[f"stall_measured_{g}"] for g in k7["pred_stalls"]}
-        out.append(f"- **The shipped wgmma kernel 7 on the H200**: predicted {_f(k7['pred_pct_of_fa2'])} ± "
+        out.append(f"- **The shipped wgmma kernel 7 on the {_name(rows, H200)}**: predicted {_f(k7['pred_pct_of_fa2'])} ± "
                    f"{_f(k7['pred_pct_sd'])} % of FA2, measured {_f(k7['observed_pct'])} % ({_f(k7['error_pp'], '{:+.1f}')} pp); "
                    f"top stalls predicted {top(k7['pred_stalls'])}, measured {top(meas)}; tensor active "
                    f"{_f(k7['pred_tensor_active_pct'])} % predicted, {_f(k7['measured_tensor_active_pct'])} % measured.")
-    for key in ("a100_80gb", "rtx3090"):
+    for key in SERIES_GPUS:
         sk = skill([r for r in rows if r["gpu_key"] == key and r["binary"] == "series"])
         s = summ.get((key, "series"), {})
         if not sk["n"]:
             continue
         better = sk["model_mae"] < min(sk["all100_mae"], sk["mean_mae"])
-        out.append(f"- **{NAMES.get(key, key)}**, the series' binaries, kernels 2–16: model MAE {_f(sk['model_mae'])} pp, "
+        out.append(f"- **{_name(rows, key)}**, the series' binaries, kernels 2–16: model MAE {_f(sk['model_mae'])} pp, "
                    f"rank correlation {_f(sk['model_rho'], '{:.2f}')}; baselines: every kernel 100 % → "
                    f"{_f(sk['all100_mae'])} pp, every kernel at the published mean → {_f(sk['mean_mae'])} pp "
                    f"(no rank skill). {'Better' if better else 'Not better'} than the trivial baselines in MAE"
                    + (f"; all 16 kernels MAE {_f(s.get('mae_pp'))} ± {_f(s.get('mae_sd_pp'))} pp (seed spread)." if s else "."))
     out.append("")
     # ---- per-kernel tables
-    for key in ("a100_80gb", "rtx3090"):
+    for key in SERIES_GPUS:
         sub = sorted((r for r in rows if r["gpu_key"] == key and r["binary"] == "series" and r["target"] != REF),
                      key=lambda r: int(r["target"]))
         if not sub:
             continue
         clock = sub[0]["clock_mhz"]
-        out += [f"## {NAMES.get(key, key)} at {clock:.0f} MHz: the series' kernels 1–16 (sm_80 binaries), % of FA2", "",
+        out += [f"## {_name(rows, key)} at {clock:.0f} MHz: the series' kernels 1–16 (sm_80 binaries), % of FA2", "",
                 "| kernel | " + " | ".join(r["target"] for r in sub) + " |",
                 "|---|" + "---|" * len(sub),
                 "| published | " + " | ".join(_f(r["observed_pct"]) for r in sub) + " |",
                 "| predicted | " + " | ".join(_f(r["pred_pct_of_fa2"]) for r in sub) + " |",
                 "| error, pp | " + " | ".join(_f(r["error_pp"], "{:+.1f}") for r in sub) + " |", ""]
-    hr = sorted((r for r in rows if r["gpu_key"] == "h200_sxm" and r["target"] != REF),
+    hr = sorted((r for r in rows if r["gpu_key"] == H200 and r["target"] != REF),
                 key=lambda r: (len(r["target"]), r["target"]))
     if hr:
-        out += [f"## H200 at {hr[0]['clock_mhz']:.0f} MHz (bench clock): flashprof's kernels vs their Nsight Compute reports", "",
+        out += [f"## {_name(rows, H200)} at {hr[0]['clock_mhz']:.0f} MHz (bench clock): flashprof's kernels vs their Nsight Compute reports", "",
                 "| kernel | tensor path | measured % of FA2 | predicted | ± sd | error, pp | cycles error | "
                 "stalls predicted (top 2) | stalls measured (top 2) |", "|---|---|---|---|---|---|---|---|---|"]
         for r in hr:
