@@ -415,7 +415,7 @@ def test_story_gap_progression_and_mix_from_their_files(h200_page):
     assert set(by_gpu) == {"a100_80gb", "rtx3090", "h200_sxm"}
     for key, tr in by_gpu.items():
         binary = "series" if any(r["gpu_key"] == key and r["binary"] == "series" for r in rows) else "flashprof"
-        mine = {("K" + r["target"]) if r["target"].isdigit() else "FA2": r for r in rows
+        mine = {"FA2" if r["target"] == "ref" else ("K" + r["target"]) if r["target"].isdigit() else r["target"]: r for r in rows
                 if r["gpu_key"] == key and r["binary"] == binary and r["seq"] == 4096}
         assert tr["predicted"]["x"] == tr["observed"]["x"] and set(tr["predicted"]["x"]) == set(mine)
         for x, y, sd, obs in zip(tr["predicted"]["x"], tr["predicted"]["y"], tr["predicted"]["error_y"]["array"], tr["observed"]["y"]):
