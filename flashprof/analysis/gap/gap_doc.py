@@ -20,11 +20,11 @@ from pathlib import Path
 import pandas as pd
 
 from flashprof.analysis.gap.data import REF, REPO
-from flashprof.analysis.gap.frozen import DIR, _unclean
+from flashprof.analysis.gap import frozen
 from flashprof.analysis.gap.issue_report import H200, PUBLISHED_KEY
 
 PAGE = REPO / "docs" / "GAP.md"
-WHATIF = DIR / "whatif.json"
+WHATIF = frozen.DIR / "whatif.json"
 WGMMA_CHECK = REPO / "reports" / "sass" / "autotune_wgmma_issue_model.csv"
 SERIES_GPUS = tuple(PUBLISHED_KEY)  # the GPUs with published numbers (model keys, kernels/gpus.py)
 
@@ -177,11 +177,21 @@ def render(recs: list[dict], whatif: list[dict] | None = None, wgmma_check: pd.D
     return "\n".join(out) + "\n"
 
 
-def inputs(folder: Path = DIR) -> tuple[list[dict], list[dict] | None, pd.DataFrame | None]:
-    recs = json.loads((folder / "issue_model.json").read_text())
-    recs = [_unclean(r) for r in (recs["records"] if isinstance(recs, dict) else recs)]
+def _nan_for_null(v):
+    """JSON null back to NaN (``flashprof gap --format json`` writes NaN as null)."""
+    if v is None:
+        return math.nan
+    if isinstance(v, dict):
+        return {k: _nan_for_null(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_nan_for_null(x) for x in v]
+    return v
+
+
+def inputs(folder: Path | None = None) -> tuple[list[dict], list[dict] | None, pd.DataFrame | None]:
+    recs, _meta = frozen.read(folder)
     wi = json.loads(WHATIF.read_text()) if WHATIF.is_file() else None
-    wi = [_unclean(r) for r in wi] if wi else None
+    wi = [_nan_for_null(r) for r in wi] if wi else None
     chk = pd.read_csv(WGMMA_CHECK) if WGMMA_CHECK.is_file() else None
     return recs, wi, chk
 
