@@ -173,8 +173,38 @@ def test_load7_dispatches_per_shape():
             assert v.ok, f"{str(k)} at S={seq} {dtype}: {v.reason}"
 
 
-@pytest.mark.parametrize("tool", ["memcheck", "racecheck"])
-@pytest.mark.parametrize("cfg", DISPATCH, ids=[c.slug for c in DISPATCH])
+def _hopper_steps() -> list[KernelConfig]:
+    """The warp-specialised kernel 7's steps (profiling/tune.py's hopper space) on an sm_90 GPU."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        return []
+    from flashprof.profiling.tune import hopper_space
+
+    return [c for c in hopper_space()[0] if c.warp_specialized]
+
+
+HOPPER_STEPS = _hopper_steps()
+# The sanitizers run on each technique at the 128 x 128 tile, and on the one-warpgroup form.
+SANITIZED_STEPS = [c for c in HOPPER_STEPS if c.kv_stages == 2 and (c.B_c == 128 or c.n_warps == 4)]
+SANITIZED = list(dict.fromkeys(DISPATCH + SANITIZED_STEPS))
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("cfg", HOPPER_STEPS, ids=[c.slug for c in HOPPER_STEPS])
+def test_every_hopper_step_is_correct(tmp_path_factory, cfg, dtype):
+    """Every config `make tune --space hopper` can pick passes the gate (as a shared library,
+    the tuner's own build), including more Q tiles than SMs and a single KV block."""
+    from flashprof.profiling.shared_lib import SharedLibKernel, build_shared_lib
+
+    lib_dir = tmp_path_factory.getbasetemp() / "hopper_libs"
+    lib_dir.mkdir(exist_ok=True)
+    k = SharedLibKernel(build_shared_lib(cfg, "sm_90", lib_dir), cfg)
+    for shape in [s for s in SHAPES if s.seq % cfg.seq_multiple() == 0] + [MANY_TILES, Shape(2, cfg.seq_multiple(), 3)]:
+        v = check(k, shape, dtype)
+        assert v.ok and v.unwritten == 0, f"{cfg.slug} {dtype} {shape}: {v.reason}"
+
+
+@pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
+@pytest.mark.parametrize("cfg", SANITIZED, ids=[c.slug for c in SANITIZED])
 def test_compute_sanitizer_clean_kernel7_dispatch(tmp_path, cfg, tool):
     exe = _sanitizer()
     major, minor = torch.cuda.get_device_capability()

@@ -37,7 +37,7 @@ def test_valid_shapes(br, bc, w):
     (dict(bc=32), "B_c must be 64 or 128"),
     (dict(K_mma_load_K_fragments=2), "fragment staging"),
     (dict(mma_double_buffer_loads=True), "fragment staging"),
-    (dict(persistent=True), "no persistent form"),
+    (dict(persistent=True), "the persistent form is the warp-specialised kernel's"),
 ])
 def test_invalid(kw, words):
     with pytest.raises(ConfigError, match=words):
@@ -111,9 +111,11 @@ def test_sass_of_the_kv_loop(toolchain, br, bc, w, dtype):
 # ------------------------------------------------ what `flashprof profile` asks ncu for
 @pytest.mark.parametrize("cfg", [
     W(64, 128, 4),
+    W(128, 128, 8, warp_specialized=True, intra_wg_overlap=True, pingpong=True),
+    W(128, 128, 8, warp_specialized=True, intra_wg_overlap=True, persistent=True),
     KernelConfig(**COMMON, B_r=128, B_c=128, n_warps=8, persistent=True),
     KernelConfig(**COMMON, B_r=128, B_c=128, n_warps=8),
-], ids=["wgmma", "persistent", "grid"])
+], ids=["wgmma", "wgmma_ws", "wgmma_ws_persistent", "persistent", "grid"])
 def test_kernel7_regex_matches_every_kernel_function_it_can_dispatch_to(toolchain, cfg):
     """ncu's --kernel-name regex:<kernel 7's regex> must match the function the launcher runs
     for each form of kernel 7 (the names come from the cubin, not from the code here)."""

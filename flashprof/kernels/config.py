@@ -51,11 +51,21 @@ class KernelConfig:
     fault: str = "none"                   # a deliberate bug for the correctness gate's tests; FP_FAULT
     # Kernel-7-only template options (kernels 1-6 keep the defaults):
     persistent: bool = False              # one wave of CTAs loops over the Q tiles, prefetching the next
-                                          # tile's Q and K_0 during the last KV block; FP_PERSISTENT, "pers"
+                                          # tile's Q and K_0 during the last KV block (warp-specialised:
+                                          # the producer runs a tile ahead, under the epilogue too);
+                                          # FP_PERSISTENT, "pers"
     min_blocks_per_sm: int = 0            # __launch_bounds__ minimum CTAs/SM (caps registers; 0: unset);
                                           # FP_MIN_BLOCKS, "mb<N>"
     wgmma: bool = False                   # Hopper warpgroup MMAs (sm_90a only) for both products, one
                                           # warpgroup per 64 query rows; FP_WGMMA, "wgmma"
+    warp_specialized: bool = False        # wgmma + a producer warpgroup loading K/V with TMA into
+                                          # kv_stages buffers (mbarriers, setmaxnreg); n_warps counts the
+                                          # consumer warps; FP_WS, "ws<kv_stages>"
+    kv_stages: int = 2                    # K/V buffers of the warp-specialised ring; FP_KV_STAGES
+    intra_wg_overlap: bool = False        # softmax(S_j) under O += P_{j-1} V_{j-1} in one warpgroup
+                                          # (FA3's pipelining); FP_OVERLAP, "ovl"
+    pingpong: bool = False                # two consumer warpgroups take turns at the MMAs (named
+                                          # barriers; FA3's ping-pong); FP_PINGPONG, "pp"
 
     def __post_init__(self) -> None:
         self.validate()
@@ -116,19 +126,35 @@ class KernelConfig:
                 bad("wgmma: B_c must be 64 or 128 (the N of S = Q K^T's m64nNk16)")
             if not (self.async_copy and self.eager_load_blocks):
                 bad("wgmma: needs async_copy and eager_load_blocks (its one pipeline)")
-            if self.persistent:
-                bad("wgmma: no persistent form")
+            if self.persistent and not self.warp_specialized:
+                bad("wgmma: the persistent form is the warp-specialised kernel's (warp_specialized)")
             if self.Q_mma_load_K_fragments or self.K_mma_load_K_fragments or self.V_mma_load_K_fragments \
                     or self.mma_double_buffer_loads:
                 bad("wgmma: operands are read by the instruction from shared memory, so fragment "
                     "staging (f<QKV>, dbuf) does not apply: leave them 0/False")
+        for name in ("warp_specialized", "intra_wg_overlap", "pingpong"):
+            if not isinstance(getattr(self, name), bool):
+                bad(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if not isinstance(self.kv_stages, int) or isinstance(self.kv_stages, bool):
+            bad(f"kv_stages must be an int, got {self.kv_stages!r}")
+        if self.warp_specialized:
+            if not self.wgmma:
+                bad("warp_specialized: needs wgmma (the TMA ring feeds warpgroup MMAs)")
+            if not 2 <= self.kv_stages <= 4:
+                bad(f"warp_specialized: kv_stages={self.kv_stages} must be 2 to 4")
+        elif self.kv_stages != 2 or self.intra_wg_overlap or self.pingpong:
+            bad("kv_stages, intra_wg_overlap and pingpong are options of warp_specialized")
+        if self.pingpong and not (self.intra_wg_overlap and self.n_warps == 8):
+            bad("pingpong: needs two consumer warpgroups (n_warps=8) and intra_wg_overlap (the turn "
+                "is the window that issues S_j and P_{j-1} V_{j-1})")
         if self.smem_bytes > 227 * 1024:
             bad(f"needs {self.smem_bytes} B of shared memory per block (> 227 KiB)")
 
     # ------------------------------------------------------------- geometry
     @property
     def threads(self) -> int:
-        return 32 * self.n_warps
+        """Threads per CTA: the MMA warps, and the producer warpgroup of a warp-specialised one."""
+        return 32 * self.n_warps + (128 if self.warp_specialized else 0)
 
     @property
     def q_buffers(self) -> int:
@@ -137,7 +163,8 @@ class KernelConfig:
 
     @property
     def smem_bytes(self) -> int:
-        tiles = (self.q_buffers * self.B_r + 2 * self.B_c) * self.d_head * 2
+        kv_buffers = self.kv_stages if self.warp_specialized else 1
+        tiles = (self.q_buffers * self.B_r + 2 * kv_buffers * self.B_c) * self.d_head * 2
         # wgmma's swizzled tiles start on 1024-byte boundaries: room to align the base.
         return tiles + (1024 if self.wgmma else 0)
 
@@ -195,6 +222,12 @@ class KernelConfig:
             parts.append(f"mb{self.min_blocks_per_sm}")
         if self.wgmma:
             parts.append("wgmma")
+        if self.warp_specialized:
+            parts.append(f"ws{self.kv_stages}")
+        if self.intra_wg_overlap:
+            parts.append("ovl")
+        if self.pingpong:
+            parts.append("pp")
         if self.fault != "none":
             parts.append(f"FAULT-{self.fault}")
         return "_".join(parts)
@@ -211,8 +244,10 @@ class KernelConfig:
         return f"flashprof_{h}"
 
     def defines(self) -> dict[str, int]:
-        """Compile-time constants handed to nvcc as -D macros (see csrc/config.cuh)."""
-        return {
+        """Compile-time constants handed to nvcc as -D macros (see csrc/config.cuh). The
+        warp-specialised options appear only on a warp-specialised config (config.cuh has the
+        same defaults), so every earlier config keeps its exact command line."""
+        d = {
             "FP_D_HEAD": self.d_head,
             "FP_B_R": self.B_r,
             "FP_B_C": self.B_c,
@@ -230,6 +265,10 @@ class KernelConfig:
             "FP_MIN_BLOCKS": self.min_blocks_per_sm,
             "FP_WGMMA": int(self.wgmma),
         }
+        if self.warp_specialized:
+            d.update(FP_WS=1, FP_KV_STAGES=self.kv_stages, FP_OVERLAP=int(self.intra_wg_overlap),
+                     FP_PINGPONG=int(self.pingpong))
+        return d
 
     def nvcc_flags(self) -> list[str]:
         return [f"-D{k}={v}" for k, v in self.defines().items()]
@@ -252,7 +291,8 @@ class KernelConfig:
         return cls(**d)
 
 
-_OPTIONAL_FIELDS = ("persistent", "min_blocks_per_sm", "wgmma")
+_OPTIONAL_FIELDS = ("persistent", "min_blocks_per_sm", "wgmma", "warp_specialized", "kv_stages",
+                    "intra_wg_overlap", "pingpong")
 _FIELD_DEFAULTS = {f.name: f.default for f in fields(KernelConfig)}
 
 _ON = dict(d_head=128, B_r=64, B_c=64, n_warps=4, async_copy=True)

@@ -17,9 +17,10 @@ TARGET_NAMES = tuple(str(k) for k in KERNEL_IDS) + (MMA_SYNC_KEY,) + REFERENCE_I
 #: Targets whose config depends on the GPU (kernels/tuned.json): known only once the GPU is.
 PER_GPU = ("7", MMA_SYNC_KEY)
 OUR_KERNEL_REGEX = "flash_fwd_kernel"
-#: Kernel 7 may dispatch to any of the template's three kernel functions (grid, persistent,
-#: wgmma); which one is known only once the GPU is (the NVTX range keeps FA2's out).
-KERNEL7_REGEX = "flash_fwd_(wgmma_|persistent_)?kernel"
+#: Kernel 7 may dispatch to any of the template's five kernel functions (grid, persistent,
+#: wgmma, warp-specialised wgmma, its persistent form); which one is known only once the GPU is (the NVTX range
+#: keeps FA2's out).
+KERNEL7_REGEX = "flash_fwd_(wgmma_ws_persistent_|wgmma_ws_|wgmma_|persistent_)?kernel"
 #: User targets: every kernel launched inside the NVTX range (KERNEL_REGEX= narrows it).
 USER_KERNEL_REGEX = ".*"
 #: Kernel 7's mma.sync form: the grid or the persistent kernel, never the wgmma one.

@@ -20,6 +20,22 @@
 #ifndef FP_WGMMA
 #define FP_WGMMA 0
 #endif
+// Kernel 7's warp-specialised Hopper form (flash_fwd_ws.cuh): a producer warpgroup loads
+// K/V with TMA into FP_KV_STAGES buffers; FP_OVERLAP overlaps softmax with the next
+// block's MMAs inside a consumer warpgroup, FP_PINGPONG alternates two consumer
+// warpgroups' MMAs through named barriers.
+#ifndef FP_WS
+#define FP_WS 0
+#endif
+#ifndef FP_KV_STAGES
+#define FP_KV_STAGES 2
+#endif
+#ifndef FP_OVERLAP
+#define FP_OVERLAP 0
+#endif
+#ifndef FP_PINGPONG
+#define FP_PINGPONG 0
+#endif
 #if FP_MIN_BLOCKS > 0
 #define FP_LAUNCH_BOUNDS(threads) __launch_bounds__(threads, FP_MIN_BLOCKS)
 #else
@@ -45,8 +61,13 @@ struct Config {
     static constexpr bool persistent = FP_PERSISTENT != 0;  // one CTA loops over many Q tiles
     static constexpr int min_blocks = FP_MIN_BLOCKS;
     static constexpr bool wgmma = FP_WGMMA != 0;  // warpgroup MMAs, 64 query rows per warpgroup
+    static constexpr bool ws = FP_WS != 0;        // + a TMA producer warpgroup (n_warps: the consumers)
+    static constexpr int kv_stages = FP_KV_STAGES;
+    static constexpr bool overlap = FP_OVERLAP != 0;
+    static constexpr bool pingpong = FP_PINGPONG != 0;
 
-    static constexpr int threads = 32 * n_warps;
+    static constexpr int consumer_wgs = n_warps / 4;
+    static constexpr int threads = 32 * n_warps + (ws ? 128 : 0);
     static constexpr int rows_per_warp = B_r / n_warps;
     static constexpr int m_tiles = rows_per_warp / 16;      // 16-row MMA tiles per warp
     static constexpr bool q_resident = Q_frags == 0;
@@ -54,10 +75,18 @@ struct Config {
     static constexpr int pv_steps = B_c / 16;                // k-steps of O += P V
     static constexpr int s_ntiles = B_c / 8;                 // n8 tiles of S
     static constexpr int o_ntiles = d_head / 8;              // n8 tiles of O
-    // A persistent CTA keeps two Q tiles: the next tile's Q is loaded while this one computes.
+    // A persistent CTA keeps two Q tiles: the next tile's Q is loaded while this one computes
+    // (the warp-specialised one: while this one computes and stores its O).
     static constexpr int q_buffers = persistent ? 2 : 1;
     // wgmma's swizzled tiles start on 1024-byte boundaries: room to align the base.
-    static constexpr int smem_bytes = (q_buffers * B_r + 2 * B_c) * d_head * 2 + (wgmma ? 1024 : 0);
+    static constexpr int kv_buffers = ws ? kv_stages : 1;  // K (and V) tiles in shared memory
+    static constexpr int smem_bytes = (q_buffers * B_r + 2 * kv_buffers * B_c) * d_head * 2 + (wgmma ? 1024 : 0);
+    // setmaxnreg budgets of the warp-specialised kernel: the producer keeps the minimum,
+    // the consumers share the rest of the SM's 64 K registers (per resident CTA).
+    static constexpr int producer_regs = 24;
+    static constexpr int ctas_per_sm = min_blocks > 0 ? min_blocks : 1;
+    static constexpr int consumer_regs_raw = ((65536 / ctas_per_sm / 128 - producer_regs) / (consumer_wgs > 0 ? consumer_wgs : 1)) / 8 * 8;
+    static constexpr int consumer_regs = consumer_regs_raw > 240 ? 240 : consumer_regs_raw;
 
     static_assert(d_head == 128, "only d_head = 128 is implemented");
     static_assert(B_r % (16 * n_warps) == 0, "each warp owns whole 16-row tiles");
@@ -67,9 +96,12 @@ struct Config {
     static_assert(V_frags == 0 || pv_steps % V_frags == 0, "V frags must divide B_c/16");
     static_assert(!eager || async_copy, "eager loads need cp.async");
     static_assert(!persistent || eager, "the persistent kernel prefetches through the eager K/V path");
-    static_assert(!wgmma || (B_r == 16 * n_warps && (B_c == 64 || B_c == 128) && eager && !persistent),
-                  "wgmma: one m64 tile per warpgroup, B_c 64 or 128, eager, not persistent");
+    static_assert(!wgmma || (B_r == 16 * n_warps && (B_c == 64 || B_c == 128) && eager && (ws || !persistent)),
+                  "wgmma: one m64 tile per warpgroup, B_c 64 or 128, eager; persistent only warp-specialised");
     static_assert(min_blocks >= 0 && min_blocks <= 4, "min blocks per SM: 0 (unset) to 4");
+    static_assert(!ws || (wgmma && kv_stages >= 2 && kv_stages <= 4), "ws: a wgmma kernel with 2-4 K/V stages");
+    static_assert(ws || (kv_stages == 2 && !overlap && !pingpong), "stages, overlap, pingpong: ws options");
+    static_assert(!pingpong || (overlap && consumer_wgs == 2), "pingpong: two consumer warpgroups, overlap on");
 };
 
 }  // namespace flashprof

@@ -29,67 +29,101 @@ __device__ __forceinline__ float quad_sum(float x) {
     return x;
 }
 
-// One KV block: update row maxima m and sums l, overwrite S with P = exp(scale*(S - m)),
-// and rescale the O accumulators by exp(scale*(m_old - m_new)).
+// One row r (0: g, 1: g+8) of 16-row tile mt for one KV block: update its maximum m and
+// sum l, overwrite its S values with P = exp(scale*(S - m)); returns the factor
+// exp(scale*(m_old - m_new)) by which the row's O accumulators must be rescaled.
 //
 // Baseline (kernels 1-5): S *= scale in its own pass (FMUL), then exp(S - m) through
 // __expf, which is itself an FMUL by log2(e) plus MUFU.EX2.
 // Optimized (kernel 6+): m is kept unscaled and the scale is folded into one FFMA:
 // P = exp2(S*c - m*c) with c = log2(e)/sqrt(d); rescale = exp2((m_old - m_new)*c).
 template <class Cfg>
+__device__ __forceinline__ float softmax_row(float (&S)[Cfg::m_tiles][Cfg::s_ntiles][4],
+                                             float (&m)[Cfg::m_tiles][2], float (&l)[Cfg::m_tiles][2],
+                                             int mt, int r, float scale) {
+    const float c = scale * kLog2e;
+    if constexpr (!Cfg::opt_softmax) {
+#pragma unroll
+        for (int n = 0; n < Cfg::s_ntiles; ++n) {
+            S[mt][n][2 * r] *= scale;
+            S[mt][n][2 * r + 1] *= scale;
+        }
+    }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int n = 0; n < Cfg::s_ntiles; ++n)
+        mx = fmaxf(mx, fmaxf(S[mt][n][2 * r], S[mt][n][2 * r + 1]));
+    mx = quad_max(mx);
+    const float m_new = fmaxf(m[mt][r], mx);
+
+    float rescale;
+    if constexpr (Cfg::opt_softmax) {
+        rescale = fast_exp2((m[mt][r] - m_new) * c);
+        const float mc = m_new * c;
+#pragma unroll
+        for (int n = 0; n < Cfg::s_ntiles; ++n) {
+            S[mt][n][2 * r] = fast_exp2(fmaf(S[mt][n][2 * r], c, -mc));
+            S[mt][n][2 * r + 1] = fast_exp2(fmaf(S[mt][n][2 * r + 1], c, -mc));
+        }
+    } else {
+        rescale = __expf(m[mt][r] - m_new);
+#pragma unroll
+        for (int n = 0; n < Cfg::s_ntiles; ++n) {
+            S[mt][n][2 * r] = __expf(S[mt][n][2 * r] - m_new);
+            S[mt][n][2 * r + 1] = __expf(S[mt][n][2 * r + 1] - m_new);
+        }
+    }
+    if constexpr (Cfg::fault == 1) rescale = 1.f;  // deliberate bug for gate tests
+    m[mt][r] = m_new;
+
+    float rowsum = 0.f;
+#pragma unroll
+    for (int n = 0; n < Cfg::s_ntiles; ++n) rowsum += S[mt][n][2 * r] + S[mt][n][2 * r + 1];
+    l[mt][r] = l[mt][r] * rescale + rowsum;
+    return rescale;
+}
+
+template <class Cfg>
+__device__ __forceinline__ void rescale_row(float (&O)[Cfg::m_tiles][Cfg::o_ntiles][4], int mt, int r,
+                                            float rescale) {
+#pragma unroll
+    for (int n = 0; n < Cfg::o_ntiles; ++n) {
+        O[mt][n][2 * r] *= rescale;
+        O[mt][n][2 * r + 1] *= rescale;
+    }
+}
+
+// One KV block: every row's softmax_row, each followed by its O rescale.
+template <class Cfg>
 __device__ __forceinline__ void online_softmax(float (&S)[Cfg::m_tiles][Cfg::s_ntiles][4],
                                                float (&m)[Cfg::m_tiles][2], float (&l)[Cfg::m_tiles][2],
                                                float (&O)[Cfg::m_tiles][Cfg::o_ntiles][4], float scale) {
-    const float c = scale * kLog2e;
 #pragma unroll
-    for (int mt = 0; mt < Cfg::m_tiles; ++mt) {
+    for (int mt = 0; mt < Cfg::m_tiles; ++mt)
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            if constexpr (!Cfg::opt_softmax) {
-#pragma unroll
-                for (int n = 0; n < Cfg::s_ntiles; ++n) {
-                    S[mt][n][2 * r] *= scale;
-                    S[mt][n][2 * r + 1] *= scale;
-                }
-            }
-            float mx = -INFINITY;
-#pragma unroll
-            for (int n = 0; n < Cfg::s_ntiles; ++n)
-                mx = fmaxf(mx, fmaxf(S[mt][n][2 * r], S[mt][n][2 * r + 1]));
-            mx = quad_max(mx);
-            const float m_new = fmaxf(m[mt][r], mx);
+        for (int r = 0; r < 2; ++r) rescale_row<Cfg>(O, mt, r, softmax_row<Cfg>(S, m, l, mt, r, scale));
+}
 
-            float rescale;
-            if constexpr (Cfg::opt_softmax) {
-                rescale = fast_exp2((m[mt][r] - m_new) * c);
-                const float mc = m_new * c;
+// The same block in two halves, for a kernel whose O accumulators are still being written
+// by an asynchronous MMA while P is computed: first every row's P, m and l (the factors
+// into `rescale`), then, once that MMA is done, the O rescale.
+template <class Cfg>
+__device__ __forceinline__ void online_softmax_p(float (&S)[Cfg::m_tiles][Cfg::s_ntiles][4],
+                                                 float (&m)[Cfg::m_tiles][2], float (&l)[Cfg::m_tiles][2],
+                                                 float (&rescale)[Cfg::m_tiles][2], float scale) {
 #pragma unroll
-                for (int n = 0; n < Cfg::s_ntiles; ++n) {
-                    S[mt][n][2 * r] = fast_exp2(fmaf(S[mt][n][2 * r], c, -mc));
-                    S[mt][n][2 * r + 1] = fast_exp2(fmaf(S[mt][n][2 * r + 1], c, -mc));
-                }
-            } else {
-                rescale = __expf(m[mt][r] - m_new);
+    for (int mt = 0; mt < Cfg::m_tiles; ++mt)
 #pragma unroll
-                for (int n = 0; n < Cfg::s_ntiles; ++n) {
-                    S[mt][n][2 * r] = __expf(S[mt][n][2 * r] - m_new);
-                    S[mt][n][2 * r + 1] = __expf(S[mt][n][2 * r + 1] - m_new);
-                }
-            }
-            if constexpr (Cfg::fault == 1) rescale = 1.f;  // deliberate bug for gate tests
-            m[mt][r] = m_new;
+        for (int r = 0; r < 2; ++r) rescale[mt][r] = softmax_row<Cfg>(S, m, l, mt, r, scale);
+}
 
-            float rowsum = 0.f;
+template <class Cfg>
+__device__ __forceinline__ void online_softmax_o(float (&O)[Cfg::m_tiles][Cfg::o_ntiles][4],
+                                                 const float (&rescale)[Cfg::m_tiles][2]) {
 #pragma unroll
-            for (int n = 0; n < Cfg::s_ntiles; ++n) rowsum += S[mt][n][2 * r] + S[mt][n][2 * r + 1];
-            l[mt][r] = l[mt][r] * rescale + rowsum;
+    for (int mt = 0; mt < Cfg::m_tiles; ++mt)
 #pragma unroll
-            for (int n = 0; n < Cfg::o_ntiles; ++n) {
-                O[mt][n][2 * r] *= rescale;
-                O[mt][n][2 * r + 1] *= rescale;
-            }
-        }
-    }
+        for (int r = 0; r < 2; ++r) rescale_row<Cfg>(O, mt, r, rescale[mt][r]);
 }
 
 template <typename T>

@@ -69,6 +69,10 @@ pybind11::dict config() {
     d["persistent"] = Config::persistent;
     d["min_blocks_per_sm"] = Config::min_blocks;
     d["wgmma"] = Config::wgmma;
+    d["warp_specialized"] = Config::ws;
+    d["kv_stages"] = Config::kv_stages;
+    d["intra_wg_overlap"] = Config::overlap;
+    d["pingpong"] = Config::pingpong;
     return d;
 }
 

@@ -57,9 +57,19 @@ __device__ __forceinline__ void fence_registers(float (&r)[N]) {
     for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
 
-// S = Q K^T for this warpgroup's 64 query rows (q_row0 = its first row in the Q tile).
+// The same for an A operand in registers: wgmma reads them until its group is waited for.
+template <int K>
+__device__ __forceinline__ void fence_registers(uint32_t (&r)[K][4]) {
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(r[k][i])::"memory");
+}
+
+// Issue S = Q K^T for this warpgroup's 64 query rows (q_row0 = its first row in the Q
+// tile) as one committed group; S belongs to the MMA until a wgmma_wait covers the group.
 template <class Cfg, typename T>
-__device__ __forceinline__ void wg_gemm_qk(float (&S)[Cfg::B_c / 2], const T* sQ, const T* sK, int q_row0) {
+__device__ __forceinline__ void wg_issue_qk(float (&S)[Cfg::B_c / 2], const T* sQ, const T* sK, int q_row0) {
     const uint32_t q = smem_u32(sQ) + q_row0 * kPanelCols * 2;
     const uint32_t k = smem_u32(sK);
     constexpr uint32_t q_panel = Cfg::B_r * kPanelCols * 2;
@@ -74,14 +84,13 @@ __device__ __forceinline__ void wg_gemm_qk(float (&S)[Cfg::B_c / 2], const T* sQ
         Wgmma<T, Cfg::B_c>::ss(S, da, db, ks > 0);
     }
     wgmma_commit();
-    wgmma_wait<0>();
-    fence_registers(S);
 }
 
-// O += P V for this warpgroup; P (the rounded S) in registers, V N-major in its panels.
+// Issue O += P V for this warpgroup as one committed group; P (the rounded S) in
+// registers, V N-major in its panels. O and P belong to the MMA until a wait covers it.
 template <class Cfg, typename T>
-__device__ __forceinline__ void wg_gemm_pv(float (&O)[Cfg::d_head / 2], const uint32_t (&P)[Cfg::B_c / 16][4],
-                                           const T* sV) {
+__device__ __forceinline__ void wg_issue_pv(float (&O)[Cfg::d_head / 2], const uint32_t (&P)[Cfg::B_c / 16][4],
+                                            const T* sV) {
     static_assert(Cfg::d_head == 128, "O += P V is one m64n128 product per k-step");
     const uint32_t v = smem_u32(sV);
     constexpr uint32_t v_panel = Cfg::B_c * kPanelCols * 2;
@@ -93,6 +102,20 @@ __device__ __forceinline__ void wg_gemm_pv(float (&O)[Cfg::d_head / 2], const ui
         Wgmma<T, Cfg::d_head>::rs_bt(O, P[kk], db, 1);
     }
     wgmma_commit();
+}
+
+// The two products, each waited for at once (the single-warpgroup-pipeline kernel).
+template <class Cfg, typename T>
+__device__ __forceinline__ void wg_gemm_qk(float (&S)[Cfg::B_c / 2], const T* sQ, const T* sK, int q_row0) {
+    wg_issue_qk<Cfg, T>(S, sQ, sK, q_row0);
+    wgmma_wait<0>();
+    fence_registers(S);
+}
+
+template <class Cfg, typename T>
+__device__ __forceinline__ void wg_gemm_pv(float (&O)[Cfg::d_head / 2], const uint32_t (&P)[Cfg::B_c / 16][4],
+                                           const T* sV) {
+    wg_issue_pv<Cfg, T>(O, P, sV);
     wgmma_wait<0>();
     fence_registers(O);
 }

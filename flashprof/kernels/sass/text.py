@@ -127,18 +127,26 @@ def find_main_loop(insns: Sequence[Insn], marker: str | tuple[str, ...] = MMA_OP
     [target, branch] holds the most ``marker`` instructions (the KV-block loop holds the
     tensor-core work: HMMA for mma.sync, HGMMA for wgmma). Ties go to the wider range, i.e. an outer loop over an inner one that
     holds the same HMMA. None if no backward branch encloses a marker instruction. A branch
-    to itself (the ``BRA`` trap after EXIT) is not a loop."""
+    to itself (the ``BRA`` trap after EXIT) is not a loop, nor is a range that holds an EXIT:
+    ptxas places the retry paths of barrier waits (mbarrier try_wait, setmaxnreg) after the
+    function's exits, and their branches back would otherwise span the whole kernel. A KV
+    loop stores nothing to global memory: a range that does (STG, the O epilogue) is a
+    persistent kernel's loop over tiles, passed over while a loop without one holds markers."""
     addrs = [i.addr for i in insns]
     markers = (marker,) if isinstance(marker, str) else marker
     marks = [i.addr for i in insns if i.opcode in markers]
-    best: tuple[int, int, int] | None = None  # (markers, width, -first) -> largest wins
+    exits = [i.addr for i in insns if i.opcode == "EXIT"]
+    stores = [i.addr for i in insns if i.opcode == "STG"]
+    best: tuple[int, int, int, int] | None = None  # (no store, markers, width, -first) -> largest wins
     span = None
     for i in insns:
         t = branch_target(i)
         if t is None or t >= i.addr or t < addrs[0]:
             continue
+        if any(t <= a <= i.addr for a in exits):
+            continue
         n = sum(t <= a <= i.addr for a in marks)
-        key = (n, i.addr - t, -t)
+        key = (int(not any(t <= a <= i.addr for a in stores)), n, i.addr - t, -t)
         if n and (best is None or key > best):
             best, span = key, (t, i.addr)
     return span
