@@ -32,7 +32,7 @@ PY      = $(if $(wildcard $(VENV_PY)),$(VENV_PY),$(error no $(VENV) here: run 'm
 
 # User values reach the recipes through the environment, quoted: a KERNEL such as
 # "6; rm -rf /" is one argument that profiling/kernels reject, never shell code.
-export KERNEL SEQ DTYPE SET ARCH A B REPORTS LAUNCH HTML WHEELS EXTRAS WORKERS TARGET KERNEL_REGEX MAX_LAUNCHES SEQS
+export KERNEL SEQ DTYPE SET ARCH A B REPORTS LAUNCH HTML WHEELS EXTRAS WORKERS TARGET KERNEL_REGEX MAX_LAUNCHES SEQS SPACE ROUNDS
 
 .DEFAULT_GOAL := help
 .PHONY: help setup doctor test test-fast figures report build profile bench gpu-session tune ceilings sass sass-diff sass-data gap summary notebook clean
@@ -83,8 +83,8 @@ bench: ## benchmark kernels 1-7 (or TARGET=file.py:fn; SEQS=1024,4096) against t
 gpu-session: ## on a GPU machine: build all, GPU tests, bench, profile all (logs in reports/<gpu>/logs)
 	$(PY) -P -m flashprof session
 
-tune: ## auto-tune kernel 7 on this GPU (WORKERS=n: worker processes, default one per GPU)
-	$(PY) -P -m flashprof tune $${WORKERS:+--workers "$$WORKERS"}
+tune: ## auto-tune kernel 7 on this GPU (WORKERS=n: worker processes, default one per GPU; SPACE=seed|extended|hopper; ROUNDS=n: interleaved repeats)
+	$(PY) -P -m flashprof tune $${WORKERS:+--workers "$$WORKERS"} $${SPACE:+--space "$$SPACE"} $${ROUNDS:+--rounds "$$ROUNDS"}
 
 ceilings: ## measure this GPU's ceilings (microbenchmarks, < 2 min) -> reports/<gpu>/ceilings.{json,csv}
 	$(PY) -P -m flashprof ceilings

@@ -114,7 +114,7 @@ def test_kernel_pct_of_fa2_from_raw_durations(h200_summary, raw_ref, raw_kernels
             100 * raw_ref["gpu__time_duration.sum"] / raw["gpu__time_duration.sum"], rel=1e-12), k
         assert rec["tflops"] == pytest.approx(_tflops(raw, _path(raw)), rel=1e-9)
         assert rec["total_tflops"] == pytest.approx(_tflops(raw, _path(raw), fp32_too=True), rel=1e-9)
-        assert 0 < rec["pct_of_fa2"] < 150
+        assert 0 < rec["pct_of_fa2"] < 250  # the warp-specialised kernel 7 runs at ~180 %
 
 
 def test_user_target_sits_beside_the_series(h200_summary, raw_ref):

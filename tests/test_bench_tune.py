@@ -90,8 +90,13 @@ def test_space_size_and_reasons():
     # kernel 7's seed config and the H200 winner are in the space
     slugs = {c.slug for c in ok}
     assert VARIANTS[7].slug in slugs
-    # the H200's kernel 7 (a wgmma config) is in the extended space, which adds template options
-    assert load_tuned()["h200"].slug in {c.slug for c in tune.extended_space()[0]}
+    # the H200's kernel 7 (the persistent warp-specialised wgmma config) and the default it
+    # replaced are in the hopper space, which adds the Hopper techniques; the one before
+    # (plain wgmma) in the extended space
+    entry = json.loads(TUNED_FILE.read_text())["h200"]
+    hopper = {c.slug for c in tune.hopper_space()[0]}
+    assert load_tuned()["h200"].slug in hopper and entry["previous_default"]["slug"] in hopper
+    assert entry["earlier_defaults"][0]["slug"] in {c.slug for c in tune.extended_space()[0]}
 
 
 @pytest.mark.parametrize("regs,threads,smem,ctas", [
@@ -177,6 +182,29 @@ def test_save_winner_atomic(tmp_path, monkeypatch):
     assert path.read_text() == before
 
 
+def test_save_winner_keeps_every_replaced_default_and_a_repo_relative_source(tmp_path, monkeypatch):
+    """Three winners in a row: each replaced default moves to previous_default, the one
+    before it to the front of earlier_defaults; a --csv given relative to the working
+    directory is recorded relative to the repository (what the tests and pages open)."""
+    path = tmp_path / "tuned.json"
+    cfgs = [VARIANTS[5].to_dict(), VARIANTS[6].to_dict(), VARIANTS[7].to_dict()]
+    monkeypatch.chdir(ROOT / "reports")
+    for i, cfg in enumerate(cfgs):
+        tune.save_winner("h200", 100.0 + i, cfg, {"hm_pct": 90.0 + i}, "fp16", (1024,), path=path,
+                         source=Path(f"h200/autotune_{i}.csv"))
+    entry = json.loads(path.read_text())["h200"]
+    assert entry["slug"] == VARIANTS[7].slug and entry["source"] == "reports/h200/autotune_2.csv"
+    assert entry["previous_default"]["slug"] == VARIANTS[6].slug
+    assert entry["previous_default"]["source"] == "reports/h200/autotune_1.csv"
+    assert [e["slug"] for e in entry["earlier_defaults"]] == [VARIANTS[5].slug]
+    assert entry["earlier_defaults"][0]["harmonic_mean_tflops"] == 100.0
+    # the same winner again replaces nothing: the history stays as it was
+    tune.save_winner("h200", 103.0, cfgs[2], {"hm_pct": 93.0}, "fp16", (1024,), path=path)
+    again = json.loads(path.read_text())["h200"]
+    assert again["previous_default"] == entry["previous_default"]
+    assert again["earlier_defaults"] == entry["earlier_defaults"]
+
+
 def test_committed_tuned_json_is_kernel7_on_h200():
     raw = json.loads(TUNED_FILE.read_text())
     cfg = KernelConfig.from_dict(raw["h200"]["config"])
@@ -192,7 +220,32 @@ def test_autotune_csv_best_is_tuned_json():
     tune.rank): the default is the best harmonic % of FA2 over S >= 4096 in both dtypes of the
     first kernel-7 run; each bucket is the best candidate of the second run at its S and
     dtype and beats the default there; the previous default is the sweep's winner."""
-    entry = json.loads(TUNED_FILE.read_text())["h200"]
+    top = json.loads(TUNED_FILE.read_text())["h200"]
+
+    def best_two(source, dtype, seqs):
+        by_slug: dict[str, dict[int, float]] = {}
+        with (ROOT / source).open() as f:
+            for r in csv.DictReader(f):
+                if r["dtype"] == dtype and int(r["seq"]) in seqs:
+                    by_slug.setdefault(r["slug"], {})[int(r["seq"])] = float(r["tflops"])
+        return sorted(((statistics.harmonic_mean(list(by.values())), slug) for slug, by in by_slug.items()
+                       if set(by) == set(seqs)), reverse=True)
+
+    # Today's default: the rounds sweep's best harmonic-mean TFLOP/s over its S in fp16 (the
+    # tuner's rule, recomputed from the CSV), the second best recorded as the runner-up.
+    assert top["source"] == "reports/h200/autotune_hopper_rounds.csv"
+    hms = best_two(top["source"], top["dtype"], top["seqs"])
+    assert [slug for _, slug in hms[:2]] == [top["slug"], top["runner_up"]["slug"]]
+    assert hms[0][0] == pytest.approx(top["harmonic_mean_tflops"], abs=0.01)
+    assert KernelConfig.from_dict(top["config"]).slug == top["slug"]
+    # The default it replaced: the first hopper sweep's winner, kept as previous_default.
+    prev_hop = top["previous_default"]
+    assert prev_hop["source"] == "reports/h200/autotune_hopper.csv"
+    hms = best_two(prev_hop["source"], prev_hop["dtype"], prev_hop["seqs"])
+    assert hms[0][1] == prev_hop["slug"] == KernelConfig.from_dict(prev_hop["config"]).slug
+    assert hms[0][0] == pytest.approx(prev_hop["harmonic_mean_tflops"], abs=0.01)
+    # The one before it, from the kernel-7 runs (below), first of the earlier defaults.
+    entry = top["earlier_defaults"][0]
     logs = ROOT / "reports" / "h200" / "logs" / "k7"
 
     def pct(path):
@@ -215,12 +268,12 @@ def test_autotune_csv_best_is_tuned_json():
     run3 = pct(logs / "run3_k7_short_s.csv")
     assert entry["source"].endswith("run3_k7_short_s.csv")
     assert long_winner(run3) == entry["slug"] == KernelConfig.from_dict(entry["config"]).slug
-    assert entry["buckets"] == []
+    assert top.get("buckets", []) == [] and "buckets" not in entry
     for key in {(dt, s) for dt in ("fp16", "bf16") for s in (512, 1024, 2048)}:
         here = {slug: by[key] for slug, by in run3.items() if key in by}
         assert max(here.values()) - here[entry["slug"]] < 1.0, key
     # The table it replaced (runs 1 and 2, mma.sync only), kept as previous_dispatch.
-    prev_table = entry["previous_dispatch"]
+    prev_table = top["previous_dispatch"]
     run1 = pct(logs / "run1_k7_short_s.csv")
     assert long_winner(run1) == prev_table["slug"] == KernelConfig.from_dict(prev_table["config"]).slug
     run2 = pct(logs / "run2_k7_short_s.csv")
@@ -232,7 +285,7 @@ def test_autotune_csv_best_is_tuned_json():
         assert KernelConfig.from_dict(b["config"]).slug == best
         assert here[best] > here[prev_table["slug"]]
     # the sweep's winner, kept as the previous default
-    prev = entry["previous_sweep_winner"]
+    prev = top["previous_sweep_winner"]
     seqs = set(prev["seqs"])
     tf: dict[str, dict[int, float]] = {}
     with (ROOT / "reports" / "h200" / "autotune.csv").open() as f:

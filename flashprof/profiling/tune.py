@@ -27,6 +27,7 @@ import io
 import itertools
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -96,7 +97,42 @@ def extended_space() -> tuple[list[KernelConfig], list[tuple[dict, str]]]:
     return list(dict.fromkeys(ok)), rejected
 
 
-SPACES = {"seed": space, "extended": extended_space}
+def hopper_space() -> tuple[list[KernelConfig], list[tuple[dict, str]]]:
+    """Kernel 7's Hopper techniques (sm_90a), one option at a time on top of the wgmma
+    kernel, as FlashAttention-3 adds them: a TMA producer warpgroup with setmaxnreg and a
+    ring of K/V stages (warp_specialized), softmax overlapped with the next block's MMAs
+    (intra_wg_overlap), and two consumer warpgroups in ping-pong (pingpong); for the tiles
+    128x128 and 128x64 (2 consumer warpgroups) and 64x64 (1, two CTAs per SM). The plain
+    wgmma tiles of the extended space come too (one CTA per SM: its 128x128 at 2 CTAs/SM
+    does not assemble), as the step each technique is added to; then the persistent grid on
+    each overlapped step."""
+    ok, rejected = [], []
+    wgmma_only = [c for c in extended_space()[0] if c.wgmma and not c.min_blocks_per_sm]
+    steps = ({}, {"intra_wg_overlap": True}, {"intra_wg_overlap": True, "pingpong": True})
+    tiles = [(128, 128, 8, 0, (2, 3)), (128, 64, 8, 0, (2, 3, 4)), (64, 64, 4, 2, (2, 3))]
+    for (br, bc, w, mb, stage_list), step in itertools.product(tiles, steps):
+        for st in stage_list:
+            fields = dict(d_head=128, B_r=br, B_c=bc, n_warps=w, async_copy=True, eager_load_blocks=True,
+                          swizzled=True, optimized_softmax=True, wgmma=True, min_blocks_per_sm=mb,
+                          warp_specialized=True, kv_stages=st, **step)
+            try:
+                ok.append(KernelConfig(**fields))
+            except ConfigError as e:
+                rejected.append((fields, str(e).split(": ", 1)[-1]))
+    # The persistent grid on the overlapped steps (one wave of CTAs; the producer loads the
+    # next tile's Q and first K/V blocks under this tile's last window and epilogue): two Q
+    # buffers, so 3 K/V stages of 128 x 128 no longer fit.
+    for c in list(ok):
+        if c.intra_wg_overlap:
+            fields = {**c.to_dict(), "persistent": True}
+            try:
+                ok.append(KernelConfig.from_dict(fields))
+            except ConfigError as e:
+                rejected.append((fields, str(e).split(": ", 1)[-1]))
+    return list(dict.fromkeys(wgmma_only + ok)), rejected
+
+
+SPACES = {"seed": space, "extended": extended_space, "hopper": hopper_space}
 
 
 def bucket_seqs(max_seq: int) -> tuple[int, ...]:
@@ -178,7 +214,11 @@ def append_rows(csv_path: Path, rows: list[dict]) -> None:
 
 
 def sweep(cfgs: list[KernelConfig], seqs, dtype: str, reps: int, warmup: int, csv_path: Path, gpu_slug: str,
-          lib_dir: Path, progress=print) -> None:
+          lib_dir: Path, progress=print, rounds: int = 1) -> None:
+    """Gate and time every candidate at every S. With ``rounds`` > 1 the whole set (FA2
+    first, then each candidate) is timed that many times over, so a drift of the GPU's clock
+    during the sweep reaches every candidate alike; each median is over reps x rounds
+    launches. A candidate's rows are appended once its last round is done."""
     import torch
 
     from flashprof.profiling.bench import l2_flush_buffer, time_fn
@@ -196,35 +236,40 @@ def sweep(cfgs: list[KernelConfig], seqs, dtype: str, reps: int, warmup: int, cs
 
     flush = l2_flush_buffer()
     inputs = {s: make_inputs(seed_shape(s), dtype, seed=s) for s in seqs}
+    outs = {s: torch.empty_like(inputs[s][0]) for s in seqs}
     ref = sdpa("ref")
-    ref_tflops = {}
-    for s in seqs:
-        q, k, v = inputs[s]
-        ms = statistics.median(time_fn(ref, (q, k, v), {}, reps, warmup, flush))
-        ref_tflops[s] = seed_shape(s).flops / (ms * 1e-3) / 1e12
+    ref_ms: dict[int, list[float]] = {s: [] for s in seqs}
+    fns = {cfg: SharedLibKernel(libs[cfg], cfg) for cfg in cfgs}
+    verdicts = {cfg: check(fns[cfg], Shape(2, 1024, 4), dtype) for cfg in cfgs}
+    times: dict[tuple[KernelConfig, int], list[float]] = {(c, s): [] for c in cfgs for s in seqs}
     t_sweep = time.perf_counter()
-    for i, cfg in enumerate(cfgs, 1):
-        fn = SharedLibKernel(libs[cfg], cfg)
-        verdict = check(fn, Shape(2, 1024, 4), dtype)
-        rows = []
+    for r in range(1, rounds + 1):
         for s in seqs:
-            shape = seed_shape(s)
-            q, k, v = inputs[s]
-            out = torch.empty_like(q)
-            if not verdict.ok:
-                ms = float("nan")
-            else:
-                ms = statistics.median(time_fn(fn, (q, k, v), {"out": out}, reps, warmup, flush))
-            tf = shape.flops / (ms * 1e-3) / 1e12 if ms == ms else float("nan")
-            rows.append({"gpu": gpu_slug, "slug": cfg.slug, "dtype": dtype, "seq": s, "batch": shape.batch,
-                         "heads": shape.heads, "median_ms": ms, "tflops": tf, "ref_tflops": ref_tflops[s],
-                         "pct_of_ref": 100 * tf / ref_tflops[s], "max_err": verdict.max_err,
-                         "ref_err": verdict.ref_err, "config": json.dumps(cfg.to_dict(), sort_keys=True)})
-        append_rows(csv_path, rows)
-        el = time.perf_counter() - t_sweep
-        eta = el / i * (len(cfgs) - i)
-        status = "FAILED gate" if not verdict.ok else " ".join(f"{r['tflops']:5.0f}" for r in rows)
-        progress(f"[{i:3d}/{len(cfgs)}] {cfg.slug:<52} {status} TFLOP/s  elapsed {el:4.0f}s eta {eta:4.0f}s")
+            ref_ms[s] += time_fn(ref, inputs[s], {}, reps, warmup, flush)
+        for i, cfg in enumerate(cfgs, 1):
+            verdict = verdicts[cfg]
+            if verdict.ok:
+                for s in seqs:
+                    times[cfg, s] += time_fn(fns[cfg], inputs[s], {"out": outs[s]}, reps, warmup, flush)
+            if r < rounds:
+                continue
+            rows = []
+            for s in seqs:
+                shape = seed_shape(s)
+                ms = statistics.median(times[cfg, s]) if verdict.ok else float("nan")
+                tf = shape.flops / (ms * 1e-3) / 1e12 if ms == ms else float("nan")
+                ref_tf = shape.flops / (statistics.median(ref_ms[s]) * 1e-3) / 1e12
+                rows.append({"gpu": gpu_slug, "slug": cfg.slug, "dtype": dtype, "seq": s, "batch": shape.batch,
+                             "heads": shape.heads, "median_ms": ms, "tflops": tf, "ref_tflops": ref_tf,
+                             "pct_of_ref": 100 * tf / ref_tf, "max_err": verdict.max_err,
+                             "ref_err": verdict.ref_err, "config": json.dumps(cfg.to_dict(), sort_keys=True)})
+            append_rows(csv_path, rows)
+            el = time.perf_counter() - t_sweep
+            eta = el / i * (len(cfgs) - i)
+            status = "FAILED gate" if not verdict.ok else " ".join(f"{row['tflops']:5.0f}" for row in rows)
+            progress(f"[{i:3d}/{len(cfgs)}] {cfg.slug:<52} {status} TFLOP/s  elapsed {el:4.0f}s eta {eta:4.0f}s")
+        if r < rounds:
+            progress(f"round {r}/{rounds} done ({time.perf_counter() - t_sweep:.0f}s)")
 
 
 def rank(csv_path: Path, dtype: str, seqs) -> list[tuple[float, str, dict, dict]]:
@@ -247,16 +292,40 @@ def rank(csv_path: Path, dtype: str, seqs) -> list[tuple[float, str, dict, dict]
     return sorted(out, key=lambda t: -t[0])
 
 
-def save_winner(gpu_slug: str, hm: float, cfg: dict, pct: dict, dtype: str, seqs, path: Path = TUNED_FILE) -> None:
+def save_winner(gpu_slug: str, hm: float, cfg: dict, pct: dict, dtype: str, seqs, path: Path = TUNED_FILE,
+                runner_up: tuple | None = None, source: Path | None = None) -> None:
+    """The winner as ``gpu_slug``'s default entry, ``runner_up`` (a ``rank`` row) beside it.
+    The winner it replaces moves to ``previous_default`` with what described it (its rule,
+    numbers, source), the one before that to the front of ``earlier_defaults``; everything
+    else the entry held (per-S buckets, kernel 7's ``mma_sync``
+    form, earlier sweeps' records) stays."""
     data = json.loads(path.read_text()) if path.exists() else {}
-    buckets = data.get(gpu_slug, {}).get("buckets")  # per-S winners stay (--bucket tunes them)
-    data[gpu_slug] = {"config": cfg, "slug": KernelConfig.from_dict(cfg).slug, "dtype": dtype,
-                      "seqs": list(seqs), "harmonic_mean_tflops": round(hm, 2),
-                      "pct_of_ref": {str(k): round(v, 2) for k, v in pct.items()},
-                      "source": f"{reports_folder(gpu_slug)}/autotune.csv",
-                      "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    if buckets:
-        data[gpu_slug]["buckets"] = buckets
+    old = data.get(gpu_slug, {})
+    described = ("slug", "config", "dtype", "dtypes", "seqs", "harmonic_mean_tflops", "hm_pct_of_ref",
+                 "pct_of_ref", "rule", "source", "created")
+    keep = {k: v for k, v in old.items()
+            if k not in described + ("runner_up", "previous_default", "earlier_defaults") and v}
+    source = Path(source).resolve() if source is not None else None  # --csv may be relative to the cwd
+    src = str(source.relative_to(ROOT)) if source is not None and source.is_relative_to(ROOT) else \
+        str(source) if source is not None else f"{reports_folder(gpu_slug)}/autotune.csv"
+    entry = {"config": cfg, "slug": KernelConfig.from_dict(cfg).slug, "dtype": dtype,
+             "seqs": list(seqs), "harmonic_mean_tflops": round(hm, 2),
+             "pct_of_ref": {str(k): round(v, 2) for k, v in pct.items()},
+             "source": src, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **keep}
+    earlier = list(old.get("earlier_defaults", []))
+    if old.get("slug") and old["slug"] != entry["slug"]:
+        entry["previous_default"] = {k: old[k] for k in described if k in old}
+        if old.get("previous_default"):
+            earlier.insert(0, old["previous_default"])
+    elif old.get("previous_default"):
+        entry["previous_default"] = old["previous_default"]
+    if earlier:
+        entry["earlier_defaults"] = earlier  # newest first: every default ever replaced
+    if runner_up is not None:
+        r_hm, r_slug, r_cfg, r_pct = runner_up
+        entry["runner_up"] = {"slug": r_slug, "config": r_cfg, "harmonic_mean_tflops": round(r_hm, 2),
+                              "pct_of_ref": {str(k): round(v, 2) for k, v in r_pct.items()}}
+    data[gpu_slug] = entry
     write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
@@ -295,8 +364,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bucket", type=int, default=None, metavar="MAX_SEQ",
                    help="tune kernel 7 for S <= MAX_SEQ in --dtype only: the winner becomes that bucket")
     p.add_argument("--space", choices=sorted(SPACES), default="seed",
-                   help="seed: the series' space; extended: + persistent grid, 2 CTAs/SM")
+                   help="seed: the series' space; extended: + persistent grid, 2 CTAs/SM, wgmma; "
+                        "hopper: wgmma + TMA producer warpgroup, overlap, ping-pong (sm_90a)")
     p.add_argument("--reps", type=int, default=20, help="timed launches per candidate and S (default: %(default)s)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="time the whole set this many times over, interleaved (clock drift reaches all alike); "
+                        "medians over reps x rounds (default: %(default)s)")
     p.add_argument("--warmup", type=int, default=3, help="untimed launches first (default: %(default)s)")
     p.add_argument("--top", type=int, default=10, help="candidates shown in the final table (default: %(default)s)")
     p.add_argument("--workers", type=int, default=None,
@@ -305,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=None, help="sweep only the first N surviving candidates")
     p.add_argument("--csv", default=None, help="sweep CSV (default reports/<gpu>/autotune.csv)")
     p.add_argument("--no-save", action="store_true", help="do not write the winner to kernels/tuned.json")
+    p.add_argument("--only", default=None, metavar="REGEX",
+                   help="sweep only the surviving candidates whose slug matches REGEX")
     args = p.parse_args(argv)
 
     def body() -> int:
@@ -340,7 +415,9 @@ def main(argv: list[str] | None = None) -> int:
         cfgs, rejected = SPACES[args.space]()
         say(f"space: {len(cfgs) + len(rejected)} combinations, {len(rejected)} rejected by config rules, "
             f"{len(cfgs)} candidates")
-        static_csv = out_dir / "autotune_static.csv"
+        # the series' spaces share one pruning table; another space keeps its own beside it
+        static_csv = out_dir / ("autotune_static.csv" if args.space in ("seed", "extended")
+                                else f"autotune_static_{args.space}.csv")
         try:
             static = static_prune(cfgs, arch, args.dtype, progress=say)
         except Exception as e:  # no toolchain on this machine: reuse the committed pruning
@@ -358,12 +435,22 @@ def main(argv: list[str] | None = None) -> int:
         if static and "registers" in static[0] and not os.environ.get("FLASHPROF_TUNE_WORKER"):
             write_static(static, static_csv)
         keep = [c for c, r in zip(cfgs, static) if r["keep"]]
+        if args.only:
+            try:
+                pick = re.compile(args.only)
+            except re.error as e:
+                raise FlashprofError(f"bad --only {args.only!r}: {e}") from None
+            keep = [c for c in keep if pick.search(c.slug)]
+            if not keep:
+                raise FlashprofError(f"--only {args.only!r} matches no candidate that survived pruning")
         for r in static:
             if not r["keep"]:
                 say(f"  dropped {r['slug'] or r['config']}: {r['reason']}")
-        say(f"static pruning kept {len(keep)} of {len(cfgs)} (see {out_dir / 'autotune_static.csv'})")
+        say(f"static pruning kept {len(keep)} of {len(cfgs)} (see {static_csv})")
         if args.static_only:
             return 0
+        if args.rounds < 1:
+            raise FlashprofError(f"bad --rounds {args.rounds}: must be at least 1")
         if args.workers is not None and args.workers < 1:
             raise FlashprofError(f"bad --workers {args.workers}: must be at least 1")
         if args.limit is not None:
@@ -387,7 +474,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_save and args.bucket:
             save_bucket_winner(gpu_slug, args.bucket, hm, cfg, pct, args.dtype, seqs)
         elif not args.no_save:
-            save_winner(gpu_slug, hm, cfg, pct, args.dtype, seqs)
+            save_winner(gpu_slug, hm, cfg, pct, args.dtype, seqs, runner_up=ranked[1] if len(ranked) > 1 else None,
+                        source=csv_path)
         print(f"{'rank':>4} {'harmonic TFLOP/s':>16} {'% of FA2':>8}  config")
         for i, (h, s, _, pc) in enumerate(ranked[: args.top], 1):
             print(f"{i:>4} {h:16.1f} {pc['hm_pct']:8.1f}  {s}")
@@ -408,7 +496,8 @@ def run_workers(todo, seqs, args, csv_path, gpu_slug, say) -> None:
     n_workers = getattr(args, "workers", None) or n_gpu
     lib_dir = ROOT / "build" / "tune"
     if n_workers <= 1 or os.environ.get("FLASHPROF_TUNE_WORKER"):
-        sweep(todo, seqs, args.dtype, args.reps, args.warmup, csv_path, gpu_slug, lib_dir, progress=say)
+        sweep(todo, seqs, args.dtype, args.reps, args.warmup, csv_path, gpu_slug, lib_dir, progress=say,
+              rounds=getattr(args, "rounds", 1))
         return
     # Rows of all workers go to one CSV, whose header is written here first so that no
     # two workers both think it is new.
@@ -425,6 +514,7 @@ def run_workers(todo, seqs, args, csv_path, gpu_slug, say) -> None:
                "FLASHPROF_TUNE_SLUGS": ",".join(c.slug for c in share)}
         cmd = [sys.executable, "-P", "-m", "flashprof.profiling.tune", "--dtype", args.dtype,
                "--seqs", ",".join(map(str, seqs)), "--reps", str(args.reps), "--warmup", str(args.warmup),
+               "--rounds", str(getattr(args, "rounds", 1)),
                "--csv", str(csv_path), "--no-save", "--space", getattr(args, "space", "seed")]
         procs.append((w, gpu, len(share), subprocess.Popen(cmd, env=env)))
         say(f"worker {w}: GPU {gpu}, {len(share)} candidates")
