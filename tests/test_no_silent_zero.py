@@ -52,9 +52,9 @@ def _shown(m: dict, bases) -> str | None:
 
 def _cases():
     paths = report_paths()
-    if not paths:
-        pytest.skip("no reports here")
-    return paths
+    # no report in this checkout (a copy without the committed reports): one skipped case,
+    # not a collection error that stops the whole run
+    return paths or [pytest.param(None, marks=pytest.mark.skip(reason="no reports here"), id="no-reports")]
 
 
 @pytest.mark.parametrize("path", _cases(), ids=lambda p: p.name)

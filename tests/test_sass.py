@@ -17,6 +17,7 @@ import warnings
 import pytest
 
 from flashprof.kernels.sass import static as sass
+from flashprof.paths import ROOT
 from flashprof.kernels.sass.command import main as sass_main
 from flashprof.kernels.config import VARIANTS
 from flashprof.kernels.toolchain import ToolchainError
@@ -133,6 +134,29 @@ def test_find_main_loop_prefers_most_hmma_then_the_outer_loop():
     assert sass.find_main_loop(tie) == (0x00, 0x30)  # same HMMA: the wider (outer) range
 
 
+def test_find_main_loop_passes_over_a_persistent_kernels_tile_loop():
+    """The tile loop of a persistent kernel encloses the KV loop and holds the same MMAs plus
+    the O stores; the KV loop is the one without a global store, in both loop finders."""
+    from flashprof.analysis.gap import controls
+
+    def ins(addr, op, operands=""):
+        return sass.Insn(addr, op, operands)
+    code = [ins(0x00, "MOV"), ins(0x10, "HGMMA"), ins(0x20, "HGMMA"), ins(0x30, "BRA", "0x10"),
+            ins(0x40, "STG", "[R2], R4"), ins(0x50, "BRA", "0x0"), ins(0x60, "EXIT")]
+    assert sass.find_main_loop(code) == (0x10, 0x30)
+    # without the store the wider range wins the tie, as for any outer loop
+    assert sass.find_main_loop([i for i in code if i.opcode != "STG"]) == (0x00, 0x50)
+    # a tile loop is still taken when it is the only loop holding the markers
+    only_outer = [ins(0x00, "HGMMA"), ins(0x10, "STG"), ins(0x20, "BRA", "0x0"), ins(0x30, "EXIT")]
+    assert sass.find_main_loop(only_outer) == (0x00, 0x20)
+    # gap/controls.py's finder (on the loop files' instructions) agrees, by index
+    text = "\n".join(["Function : k"] + [
+        f"/*{i.addr:04x}*/ {i.opcode} {i.operands} ; /* 0x{0:016x} */\n/* 0x{0:016x} */" for i in code])
+    insts = next(iter(controls.parse(text).values()))
+    lo, hi = controls.main_loop(insts, "HGMMA")
+    assert (insts[lo].addr, insts[hi].addr) == (0x10, 0x30)
+
+
 # --------------------------------------------------------------- static build
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", sass.ARCHS)
@@ -201,11 +225,22 @@ def test_loop_x_trips_is_the_executed_count(reports):
 
 @pytest.mark.slow
 def test_tuned_configs_have_loop_counts(tuned_reports):
+    from flashprof.kernels.config import KernelConfig, tuned_configs
+
+    by_slug = {c.slug: c for _, _, c in tuned_configs()}
+    for side in ROOT.glob("reports/*/kernel7*.json"):  # the configs the shipped reports ran
+        cfg = json.loads(side.read_text()).get("config")
+        if cfg:
+            by_slug.setdefault(KernelConfig.from_dict(cfg).slug, KernelConfig.from_dict(cfg))
     for r in tuned_reports:
         assert r["kernel"] == 7 and r["tuned_gpu"]
-        mma = "HGMMA" if r["slug"].endswith("_wgmma") else "HMMA"  # wgmma configs: sm_90a only
+        cfg = by_slug[r["slug"]]
+        mma = "HGMMA" if cfg.wgmma else "HMMA"  # wgmma configs: sm_90a only
         assert r["arch"] == "sm_90a" or mma == "HMMA"
-        assert r["loop_opcodes"][mma] == r["opcodes"][mma]
+        # the overlapped warp-specialised loop peels one block's products: S_0 before it,
+        # the last P V after it (flash_fwd_ws.cuh)
+        peel = (128 // 16 + cfg.B_c // 16) if cfg.intra_wg_overlap else 0
+        assert r["loop_opcodes"][mma] + peel == r["opcodes"][mma]
 
 
 @pytest.mark.slow

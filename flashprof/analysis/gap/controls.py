@@ -152,7 +152,11 @@ def parse_file(path: str | Path) -> dict[str, list[Inst]]:
 
 def main_loop(insts: list[Inst], marker: str = "HMMA") -> tuple[int, int]:
     """(first, last) index of the KV loop: the backward branch whose [target, branch]
-    range holds the most ``marker`` instructions (ties: the wider range)."""
+    range holds the most ``marker`` instructions (ties: the wider range). A range holding an
+    EXIT is no loop: the retry paths of barrier waits (mbarrier, setmaxnreg) sit after the
+    exits and branch back across the whole kernel (the warp-specialised kernel 7). A range
+    storing to global memory (STG: the O epilogue) is a persistent kernel's loop over tiles,
+    passed over while a loop without a store holds the marker."""
     index = {i.addr: k for k, i in enumerate(insts)}
     best, span = None, None
     for k, i in enumerate(insts):
@@ -160,8 +164,10 @@ def main_loop(insts: list[Inst], marker: str = "HMMA") -> tuple[int, int]:
         if t is None or t >= i.addr or t not in index:
             continue
         lo = index[t]
+        if any(j.base == "EXIT" for j in insts[lo:k + 1]):
+            continue
         n = sum(1 for j in insts[lo:k + 1] if j.base == marker)
-        key = (n, k - lo)
+        key = (int(not any(j.base == "STG" for j in insts[lo:k + 1])), n, k - lo)
         if n and (best is None or key > best):
             best, span = key, (lo, k)
     if span is None:

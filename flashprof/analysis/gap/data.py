@@ -153,7 +153,7 @@ def launch_work(frame: pd.DataFrame, gpus: dict | None = None, wgmma: bool = Fal
         if target == MMA_SYNC_KEY:
             if not wgmma:
                 target = "7"  # kernel 7's mma.sync form: the kernel 7 the pipe-time model describes
-        elif target == "7" and str(_config_slug(info.get("path")) or "").endswith("_wgmma") and not wgmma:
+        elif target == "7" and "wgmma" in str(_config_slug(info.get("path")) or "").split("_") and not wgmma:
             continue  # the Hopper wgmma kernel 7: the pipe-time model does not simulate warpgroup MMA
         if target not in TARGETS and not (wgmma and target == MMA_SYNC_KEY):
             continue

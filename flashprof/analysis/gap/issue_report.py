@@ -79,12 +79,25 @@ def kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0, seeds=None,
 _MEMO: dict = {}
 
 
+def _with_tma_writes(code: LoopCode, opts: tuple) -> tuple:
+    """A loop fed by TMA (transaction-barrier waits, SYNCS, and no load of its own: the
+    warp-specialised kernel 7) still has its K and V tiles written into shared memory every
+    pass, by the producer's TMA: 2 x B_c x 128 x 2 bytes, 128 bytes a wavefront, taken from
+    the data path as the what-if's ``tma`` change takes them (scheduler option
+    ``background_wavefronts``)."""
+    ops = {i.base for i in code.body}
+    if "SYNCS" not in ops or ops & {"LDGSTS", "LDG", "LDS", "LDSM"} or dict(opts).get("background_wavefronts"):
+        return opts
+    return tuple(sorted({**dict(opts), "background_wavefronts": 2 * code.B_c * 128 * 2 / 128}.items()))
+
+
 def _kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0, seeds=None,
                  seq: int = SHAPE["seq"], opts: tuple = ()) -> dict:
     occ = occupancy(m, code.registers, code.smem_bytes, code.warps)
     if occ["ctas"] < 1:
         raise SassError(f"{code.target} on {m.gpu_key}: does not fit on an SM ({occ})")
     seeds = tuple(seeds or SEEDS)
+    opts = _with_tma_writes(code, opts)
     args = [(list(code.body), m, occ["ctas"], code.warps, 8, conflict, s, opts) for s in seeds]
     sims = list(_POOL.map(_sim, args)) if _POOL is not None else [_sim(a) for a in args]
     loops = [x["cycles_per_iter"] for x in sims]

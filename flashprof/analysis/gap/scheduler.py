@@ -18,6 +18,10 @@ issued per cycle, greedy-then-oldest warp choice. A warp's next instruction may 
 * for shared-memory instructions, fewer than ``mio_queue_depth`` of its sub-partition's
   shared-memory requests wait for the data path;
 * ``BAR.SYNC``: all warps of its CTA have arrived (+ ``Machine.bar_latency``: 128 or 256 threads);
+  a named barrier between two warpgroups (``BAR.SYNC id, n`` with an id other than 0, and its
+  partner ``BAR.ARV``, the ping-pong of the warp-specialised kernel 7): the warpgroup's own
+  four warps have arrived and the other warpgroup has arrived for this turn (``_named_ready``);
+  ``BAR.ARV`` itself never waits;
 * ``WARPGROUP.DEPBAR.LE gsb0, n``: at most n of its committed HGMMA groups are unfinished.
 Warpgroup MMA (HGMMA, sm_90a) is asynchronous: issuing one costs an issue slot and nothing
 waits for the tensor pipe. The warpgroup's instruction starts once its four warps have
@@ -180,6 +184,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     smem_starts: list[list[float]] = [[] for _ in range(SUBPARTITIONS)]
     bar_arrived: Counter = Counter()
     bar_release: dict = {}
+    named: Counter = Counter()                 # ("sync"|"arv", cta, warpgroup, it) -> warps arrived
     wg_arrived: dict = {}                      # (cta, warpgroup, it, pc) -> [cell, warps so far]
     wg_chain: dict = {}                        # (cta, warpgroup) -> earliest start of its next HGMMA
     wg_pending: list[list[list]] = [[] for _ in warps]  # per warp: cells [finish time or None]
@@ -204,6 +209,10 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
             reason = "idle" if not cand else None
             if turn is not None:
                 _next_turn(turn, warps, warps_per_cta, iterations)
+            for w in cand:
+                if w.at_bar and w.bar_key[0] == "named" and w.bar_key not in bar_release \
+                        and _named_ready(named, w.bar_key):
+                    bar_release[w.bar_key] = t + m.bar_latency(2 * SUBPARTITIONS)
             whys = [_blocked(w, body[w.pc], pipes[w.pc], t, sb[w.wid], groups[w.wid], busy[sp],
                              m, smem_starts[sp], lsu_free, bar_release, wg_pending[w.wid])
                     or (_not_my_turn(turn, w, body[w.pc], warps_per_cta) if turn is not None else None)
@@ -269,7 +278,13 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                     sb[w.wid][c.write_barrier] = max(sb[w.wid][c.write_barrier], done)
                 if c.read_barrier is not None:
                     sb[w.wid][c.read_barrier] = max(sb[w.wid][c.read_barrier], t + 2)
-                if p == "bar":
+                if p == "bar" and _is_named(i):
+                    wg = (w.wid % warps_per_cta) // SUBPARTITIONS
+                    kind = "arv" if ".ARV" in i.op else "sync"
+                    named[(kind, w.cta, wg, w.it)] += 1
+                    if kind == "sync":
+                        w.at_bar, w.bar_key = True, ("named", w.cta, wg, w.it)
+                elif p == "bar":
                     key = (w.cta, w.it, w.pc)
                     bar_arrived[key] += 1
                     if bar_arrived[key] == warps_per_cta:
@@ -339,6 +354,24 @@ def _issue_hgmma(w, t, shape, warps_per_cta, m, busy, arrived, chain, pending, w
             del windows[:-64]
     if commit:
         entry[0][0] = end + m.wgmma_drain(rs)
+
+
+def _is_named(i: Inst) -> bool:
+    """A named barrier (id other than 0, or an id in a register) rather than __syncthreads."""
+    first = i.operands.split(",")[0].strip().rstrip(";").strip()
+    return i.base == "BAR" and first not in ("", "0x0", "0")
+
+
+def _named_ready(named: Counter, key: tuple) -> bool:
+    """A warpgroup's turn (FlashAttention-3's ping-pong, as kernel 7 codes it): its four warps
+    wait at BAR.SYNC, and the other warpgroup's four have passed BAR.ARV for this turn --
+    in the same pass for the second warpgroup, in the pass before for the first (whose first
+    turn the second opens before the loop)."""
+    _, cta, wg, it = key
+    if named[("sync", cta, wg, it)] < SUBPARTITIONS:
+        return False
+    need = it - 1 if wg == 0 else it
+    return need < 0 or named[("arv", cta, 1 - wg, need)] >= SUBPARTITIONS
 
 
 def _not_my_turn(turn, w, i, warps_per_cta) -> str | None:

@@ -1,5 +1,6 @@
-"""What-if: the issue model's prediction for named changes to the shipped (wgmma) kernel 7,
-before anyone builds them (issue 34 measures them).
+"""What-if: the issue model's prediction for named changes to the single-pipeline wgmma kernel 7
+(the one shipped before the warp-specialised form; ``base_slug``), made before anyone built
+them (issue 34 measured them: docs/HOPPER_STEPS.md).
 
 Each change is a transformation of kernel 7's committed KV-loop SASS (reports/sass/loops)
 and of its launch shape, simulated by the same scheduler with the same H200 constants:
@@ -113,10 +114,7 @@ def predict(changes=DEFAULT, gpu_key: str | None = None, slug: str | None = None
     if m.wgmma_flop_per_clk_sm is None:
         raise SassError(f"{gpu_key}: no measured wgmma rate (make ceilings on an sm_90 GPU)")
     if slug is None:
-        tuned = [c for c in load_tuned().values() if c.wgmma]
-        if not tuned:
-            raise SassError("no wgmma kernel 7 in kernels/tuned.json")
-        slug = tuned[0].slug
+        slug = base_slug(load_tuned())
     base = kernel_loop("7", "sm_90", slug)
     seeds = tuple(seeds or ir.SEEDS)
     ref = ir.kernel_time(fa2_loop("sm_90"), m, 1.0, seeds)
@@ -127,6 +125,29 @@ def predict(changes=DEFAULT, gpu_key: str | None = None, slug: str | None = None
         r = ir.kernel_time(code, m, 1.0, seeds, opts=opts)
         out.append(_record(ch, code, opts, r, shipped, ref, m))
     return out
+
+
+def base_slug(tuned: dict) -> str:
+    """The kernel the changes apply to: the tuned single-pipeline wgmma kernel 7. Once the
+    tuner has picked a warp-specialised one (the changes built), it is the newest default it
+    replaced (tuned.json's ``previous_default``, then ``earlier_defaults``): the predictions stay what they were, made
+    before the build, and ``flashprof gap`` compares them with what was measured."""
+    import json
+
+    from flashprof.kernels.config import TUNED_FILE, KernelConfig
+
+    for gpu, cfg in tuned.items():
+        if not cfg.wgmma:
+            continue
+        if not cfg.warp_specialized:
+            return cfg.slug
+        entry = json.loads(TUNED_FILE.read_text()).get(gpu, {})
+        for old in [entry.get("previous_default", {}), *entry.get("earlier_defaults", [])]:
+            prev = old.get("config")
+            if prev and KernelConfig.from_dict(prev).wgmma and not KernelConfig.from_dict(prev).warp_specialized:
+                return KernelConfig.from_dict(prev).slug
+    raise SassError("no single-pipeline wgmma kernel 7 in kernels/tuned.json (default, previous_default or "
+                    "earlier_defaults)")
 
 
 def _record(change, code, opts, r, shipped, ref, m) -> dict:

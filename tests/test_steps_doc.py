@@ -1,0 +1,108 @@
+"""docs/HOPPER_STEPS.md: the per-technique table of kernel 7's Hopper steps.
+
+The page must be what the committed data renders; its numbers are recomputed here from the
+raw inputs: the sweep CSV with the csv module and statistics (not the module's own
+helpers), the shipped kernel 7's duration and tensor-pipe activity straight from
+ncu_report, and the predictions must predate the measurements they are compared with.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import re
+import statistics
+from datetime import datetime, timezone
+
+import pytest
+
+from conftest import raw_metrics
+from flashprof.analysis.gap import steps_doc
+from flashprof.paths import ROOT
+
+H200 = ROOT / "reports" / "h200"
+
+
+def test_the_committed_page_is_what_the_committed_data_renders():
+    assert steps_doc.PAGE.read_text() == steps_doc.render(*steps_doc.inputs()), \
+        "docs/HOPPER_STEPS.md is stale: python -m flashprof.analysis.gap.steps_doc"
+
+
+def _row(page: str, step: str) -> list[str]:
+    line = next(ln for ln in page.splitlines() if ln.startswith(f"| {step} |"))
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def test_measured_gain_recomputed_from_the_sweep():
+    tf: dict = {}
+    with (H200 / "autotune_hopper.csv").open() as f:
+        for r in csv.DictReader(f):
+            if r["dtype"] == "fp16":
+                tf.setdefault(r["slug"], []).append(float(r["tflops"]))
+    steps = {s.name: s for s in steps_doc.STEPS}
+    base = statistics.harmonic_mean(tf[steps["before"].slug])
+    page = steps_doc.PAGE.read_text()
+    for name in ("tile", "tma", "overlap", "pingpong"):
+        assert len(tf[steps[name].slug]) == 6  # S = 512 ... 16384
+        want = statistics.harmonic_mean(tf[steps[name].slug]) / base
+        assert float(_row(page, name)[3]) == pytest.approx(want, abs=5e-4), name
+    # the shipped step is the tuner's winner, and that winner came from the rounds sweep
+    tuned = json.loads((ROOT / "flashprof" / "kernels" / "tuned.json").read_text())["h200"]
+    assert tuned["slug"] == steps["shipped"].slug
+    assert tuned["source"] == "reports/h200/autotune_hopper_rounds.csv"
+
+
+def test_the_persistent_rows_recomputed_from_the_rounds_sweep():
+    tf: dict = {}
+    with (H200 / "autotune_hopper_rounds.csv").open() as f:
+        for r in csv.DictReader(f):
+            tf.setdefault((r["slug"], r["dtype"]), {})[int(r["seq"])] = float(r["tflops"])
+    steps = {s.name: s for s in steps_doc.STEPS}
+    page = steps_doc.PAGE.read_text()
+    section = page[page.index("## The persistent grid"):page.index("## The model on the built code")]
+    for dt, col in (("fp16", 3), ("bf16", 5)):
+        ref = statistics.harmonic_mean(tf[(steps["pingpong"].slug, dt)].values())
+        for name in ("persistent", "shipped"):
+            by = tf[(steps[name].slug, dt)]
+            assert sorted(by) == [512, 1024, 2048, 4096, 8192, 16384]
+            row = _row(section, name)
+            assert float(row[col - 1]) == pytest.approx(statistics.harmonic_mean(by.values()), abs=0.05)
+            assert float(row[col]) == pytest.approx(statistics.harmonic_mean(by.values()) / ref, abs=5e-4)
+    # the winner of the rounds sweep in fp16 is the shipped step (what the tuner picked)
+    best = max((k for k in tf if k[1] == "fp16"), key=lambda k: statistics.harmonic_mean(tf[k].values()))
+    assert best[0] == steps["shipped"].slug
+
+
+def test_the_cudnn_count_recomputed_from_the_bench_csvs():
+    ratios = []
+    for name in ("bench.csv", "bench_bf16.csv"):
+        rows: dict = {}
+        with (H200 / name).open() as f:
+            for r in csv.DictReader(f):
+                rows.setdefault(int(r["seq"]), {})[r["target"]] = float(r["tflops"])
+        ratios += [v["7"] / v["cudnn"] for v in rows.values() if "7" in v and "cudnn" in v]
+    assert len(ratios) == 12
+    page = steps_doc.PAGE.read_text()
+    m = re.search(r"at or above cuDNN at (\d+) of (\d+) points; its worst point is ([0-9.]+)", page)
+    assert (int(m.group(1)), int(m.group(2))) == (sum(r >= 1 for r in ratios), 12)
+    assert float(m.group(3)) == pytest.approx(min(ratios), abs=5e-4)
+
+
+def test_the_shipped_profile_row_from_raw_metrics():
+    raw = raw_metrics(H200 / "kernel7.ncu-rep")
+    row = next(r for r in steps_doc.PAGE.read_text().splitlines() if "`reports/h200/kernel7.ncu-rep`" in r)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert float(cells[2]) == pytest.approx(raw["gpu__time_duration.sum"] / 1e6, abs=5e-4)
+    # the tensor pipe's active cycles over the active cycles (HGMMA counts on the tensor pipe)
+    assert float(cells[5]) == pytest.approx(raw["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"], abs=0.06)
+    assert float(cells[8]) == raw["launch__registers_per_thread"] and float(cells[9]) == raw["launch__block_size"] == 384
+
+
+def test_predictions_were_written_before_the_measurements():
+    pred = sorted((H200 / "hopper-steps").glob("whatif_predicted_*.json"))
+    assert pred, "no pre-build prediction file"
+    stamp = datetime.strptime(re.search(r"(\d{8}T\d{4})", pred[0].name).group(1), "%Y%m%dT%H%M").replace(tzinfo=timezone.utc)
+    tuned = json.loads((ROOT / "flashprof" / "kernels" / "tuned.json").read_text())["h200"]
+    measured = datetime.strptime(tuned["created"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    assert stamp < measured
+    changes = {r["change"] for r in json.loads(pred[0].read_text())}
+    assert {"tile128+tma", "tile128+tma+overlap", "tile128+tma+pingpong+overlap"} <= changes
