@@ -78,7 +78,7 @@ profile: ## profile KERNEL (1-7, ref, cudnn, all) or TARGET=file.py:fn with Nsig
 		--max-launches "$$MAX_LAUNCHES" $${KERNEL_REGEX:+--kernel-regex "$$KERNEL_REGEX"} --timing-json build/profile_timing.json
 
 bench: ## benchmark kernels 1-7 (or TARGET=file.py:fn; SEQS=1024,4096) against the reference
-	$(PY) -P -m flashprof bench $${TARGET:+--kernels "$$TARGET"} $${SEQS:+--seqs "$$SEQS"}
+	$(PY) -P -m flashprof bench $${TARGET:+--kernels "$$TARGET"} $${SEQS:+--seqs "$$SEQS"} $${ROUNDS:+--rounds "$$ROUNDS"}
 
 gpu-session: ## on a GPU machine: build all, GPU tests, bench, profile all (logs in reports/<gpu>/logs)
 	$(PY) -P -m flashprof session

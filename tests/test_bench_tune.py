@@ -308,3 +308,45 @@ def test_shared_lib_build_failure_is_one_line(tmp_path, monkeypatch):
     msg = str(exc.value)
     assert "\n" not in msg and msg.startswith(f"nvcc failed for {variant(7).slug} (sm_90), exit 1: ")
     assert list(tmp_path.iterdir()) == []  # no half-written library left behind
+
+
+def test_bench_rounds_interleave_every_target_and_pool_the_medians(monkeypatch):
+    """run_bench(rounds=3): the order is round-major (each round times every S and target once),
+    and each row's median is over all rounds' launches; rounds=1 keeps one pass. A stub stands
+    in for torch and the kernels: what is checked is the loop and the statistics."""
+    import sys
+    import types
+
+    from flashprof.profiling import correctness, targets
+
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(empty_like=lambda x: x))
+    monkeypatch.setattr(bench, "l2_flush_buffer", lambda: None)
+    monkeypatch.setattr(bench, "make_inputs", lambda shape, dtype: (shape, shape, shape))
+    monkeypatch.setattr(correctness, "require", lambda *a, **k: None)
+
+    class T:
+        def __init__(self, name):
+            self.name, self.title, self.config = name, name, None
+
+        def callable(self):
+            return self.name
+
+    monkeypatch.setattr(targets, "resolve", lambda n, **kw: T(n))
+    calls = []
+    # launch times by (target, round): "a" drifts from 1.0 to 3.0 ms over the rounds, "ref" stays 2.0
+    def time_fn(fn, args, kwargs, reps, warmup, flush):
+        rnd = sum(1 for c in calls if c[1:] == (args[0].seq, fn)) + 1
+        calls.append((rnd, args[0].seq, fn))
+        return [float(rnd) if fn == "a" else 2.0] * reps
+
+    monkeypatch.setattr(bench, "time_fn", time_fn)
+    rows = bench.run_bench(["a", "ref"], [512, 1024], "fp16", 20, 0, rounds=3, progress=lambda m: None)
+    assert calls == [(r, s, t) for r in (1, 2, 3) for s in (512, 1024) for t in ("a", "ref")]
+    by = {(r["target"], r["seq"]): r for r in rows}
+    assert by["a", 512]["reps"] == 60 and by["a", 512]["median_ms"] == 2.0  # median of 20x1, 20x2, 20x3
+    assert by["a", 512]["p10_ms"] == 1.0 and by["a", 512]["p90_ms"] == 3.0
+    assert by["a", 1024]["pct_of_ref"] == pytest.approx(100.0)
+    calls.clear()
+    one = bench.run_bench(["a", "ref"], [512], "fp16", 20, 0, progress=lambda m: None)
+    assert len(calls) == 2 and {r["reps"] for r in one} == {20}
+    assert next(r for r in one if r["target"] == "a")["median_ms"] == 1.0

@@ -59,15 +59,18 @@ def pct(a: float, b: float) -> float:
     return 100.0 * a / b if b else float("nan")
 
 
-def run_bench(names, seqs, dtype, reps, warmup, gate=True, progress=print, gpu_slug=None):
-    """Returns a list of row dicts (FIELDS). Pure of file I/O."""
+def run_bench(names, seqs, dtype, reps, warmup, gate=True, progress=print, gpu_slug=None, rounds: int = 1):
+    """Returns a list of row dicts (FIELDS). Pure of file I/O. With ``rounds`` > 1 every S
+    and every target is timed once per round, ``rounds`` times over, and each median is over
+    all reps x rounds launches: a drift of the GPU's clock during the run (several per cent
+    on the H200 between two runs of the same kernel) then reaches every target alike
+    instead of whichever was timed at the time."""
     import torch
 
     from flashprof.profiling.correctness import require
     from flashprof.profiling.targets import resolve
 
     flush = l2_flush_buffer()
-    rows = []
     targets = [resolve(n, gpu=gpu_slug) for n in names]
     fns = {}   # target name (references, user code) or config slug (our kernels) -> callable
     gated = set()
@@ -85,42 +88,50 @@ def run_bench(names, seqs, dtype, reps, warmup, gate=True, progress=print, gpu_s
 
     for t in targets:
         callable_for(t)
-    total = len(targets) * len(seqs)
+    # kernel 7: the config kernels/tuned.json dispatches each (seq, dtype) to
+    per_seq = {seq: [(resolve(n, gpu=gpu_slug, seq=seq, dtype=dtype) if n.isdigit() else t)
+                     for n, t in zip(names, targets)] for seq in seqs}
+    per_seq = {seq: [t for t in ts if t.config is None or seq % t.config.seq_multiple() == 0]
+               for seq, ts in per_seq.items()}
+    times: dict[tuple[int, int], list[float]] = {(seq, i): [] for seq, ts in per_seq.items() for i in range(len(ts))}
+    total = len(times) * rounds
     t0 = time.perf_counter()
     done = 0
+    for rnd in range(1, rounds + 1):
+        for seq in seqs:
+            shape = seed_shape(seq)
+            q, k, v = make_inputs(shape, dtype)
+            out = torch.empty_like(q)
+            for i, t in enumerate(per_seq[seq]):
+                kwargs = {"out": out} if t.config is not None else {}
+                ts = time_fn(callable_for(t), (q, k, v), kwargs, reps, warmup, flush)
+                times[seq, i] += ts
+                done += 1
+                eta = (time.perf_counter() - t0) / done * (total - done)
+                med = statistics.median(ts)
+                progress(f"[{done}/{total}]{f' round {rnd}/{rounds}' if rounds > 1 else ''} S={seq:<5} "
+                         f"{t.name:>5}: {med:8.3f} ms {shape.flops / (med * 1e-3) / 1e12:6.1f} TFLOP/s  (eta {eta:4.0f}s)")
+            del q, k, v, out
+    rows = []
     for seq in seqs:
         shape = seed_shape(seq)
-        q, k, v = make_inputs(shape, dtype)
-        out = torch.empty_like(q)
         ref_ms = None
-        # kernel 7: the config kernels/tuned.json dispatches this (seq, dtype) to
-        targets = [resolve(n, gpu=gpu_slug, seq=seq, dtype=dtype) if n.isdigit() else t
-                   for n, t in zip(names, targets)]
-        for t in targets:
-            if t.config is not None and seq % t.config.seq_multiple():
-                continue
-            kwargs = {"out": out} if t.config is not None else {}
-            times = time_fn(callable_for(t), (q, k, v), kwargs, reps, warmup, flush)
-            times.sort()
-            med = statistics.median(times)
+        for i, t in enumerate(per_seq[seq]):
+            ts = sorted(times[seq, i])
+            med = statistics.median(ts)
             if t.name == "ref":
                 ref_ms = med
             rows.append({
                 "gpu": gpu_slug, "target": t.name, "title": t.title,
                 "config_slug": t.config.slug if t.config else "",
                 "dtype": dtype, "batch": shape.batch, "seq": seq, "heads": shape.heads, "d_head": shape.d_head,
-                "reps": reps, "median_ms": med, "p10_ms": times[len(times) // 10],
-                "p90_ms": times[(9 * len(times)) // 10], "tflops": shape.flops / (med * 1e-3) / 1e12,
+                "reps": len(ts), "median_ms": med, "p10_ms": ts[len(ts) // 10],
+                "p90_ms": ts[(9 * len(ts)) // 10], "tflops": shape.flops / (med * 1e-3) / 1e12,
                 "pct_of_ref": float("nan"),
             })
-            done += 1
-            eta = (time.perf_counter() - t0) / done * (total - done)
-            progress(f"[{done}/{total}] S={seq:<5} {t.name:>5}: {med:8.3f} ms "
-                     f"{rows[-1]['tflops']:6.1f} TFLOP/s  (eta {eta:4.0f}s)")
         for r in rows:
             if r["seq"] == seq and ref_ms:
                 r["pct_of_ref"] = pct(ref_ms, r["median_ms"])
-        del q, k, v, out
     return rows
 
 
@@ -161,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtype", default="fp16", help="fp16 or bf16 (default: %(default)s)")
     p.add_argument("--reps", type=int, default=30, help="timed launches per point; the median is reported (default: %(default)s)")
     p.add_argument("--warmup", type=int, default=5, help="untimed launches first (default: %(default)s)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="time every S and target once per round, this many rounds; medians over reps x rounds "
+                        "(default: %(default)s)")
     p.add_argument("--out", type=Path, default=None, help="default reports/<gpu>/bench.csv")
     args = p.parse_args(argv)
 
@@ -182,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
             seed_shape(s)  # a positive length
         if args.reps < 20:
             raise FlashprofError("--reps must be at least 20 (medians of fewer repeats are noise)")
+        if args.rounds < 1:
+            raise FlashprofError(f"bad --rounds {args.rounds}: must be at least 1")
         if args.out:
             check_writable(args.out.parent)
         gpu = gpu_info()
@@ -191,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         clocks0 = smi_clocks()
         t0 = time.perf_counter()
         rows = run_bench(names, seqs, args.dtype, args.reps, args.warmup, gpu_slug=gpu["slug"],
-                         progress=lambda m: print(m, file=sys.stderr, flush=True))
+                         progress=lambda m: print(m, file=sys.stderr, flush=True), rounds=args.rounds)
         old = retire_file(out)
         if old:
             print(f"previous {out.name} kept as {old}", file=sys.stderr)
@@ -204,7 +220,9 @@ def main(argv: list[str] | None = None) -> int:
             "schema": 1, "what": "bench", "gpu": gpu,
             "clocks": {"nvidia_smi_before": clocks0, "nvidia_smi_after": smi_clocks()},
             "method": {"timer": "CUDA events per launch", "l2_flush": "2x L2 bytes written before each launch",
-                       "reps": args.reps, "warmup": args.warmup, "statistic": "median",
+                       "reps": args.reps, "warmup": args.warmup, "rounds": args.rounds,
+                       "statistic": "median" + (" over reps x rounds (every S and target once per round)"
+                                                if args.rounds > 1 else ""),
                        "flops": "4*B*H*S^2*d", "reference": "ref = torch SDPA FLASH_ATTENTION backend",
                        "harmonic_mean": "over S of TFLOP/s"},
             "configs": {n: variant(n, gpu=gpu["slug"]).to_dict() for n in names if n.isdigit()},
