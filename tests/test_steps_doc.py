@@ -106,3 +106,82 @@ def test_predictions_were_written_before_the_measurements():
     assert stamp < measured
     changes = {r["change"] for r in json.loads(pred[0].read_text())}
     assert {"tile128+tma", "tile128+tma+overlap", "tile128+tma+pingpong+overlap"} <= changes
+
+
+# ------------------------------------------------------------------ the figure's data and figure
+def _steps_json() -> dict:
+    return json.loads(steps_doc.STEPS_DATA.read_text())
+
+
+def test_the_committed_figure_data_is_what_the_committed_data_gives():
+    fresh = json.loads(json.dumps(steps_doc.figure_data(*steps_doc.inputs())))
+    assert _steps_json() == fresh, "reports/h200/hopper-steps/steps.json is stale: python -m flashprof.analysis.gap.steps_doc"
+
+
+def test_figure_data_gains_recomputed_from_the_sweep_csv():
+    tf: dict = {}
+    with (H200 / "autotune_hopper.csv").open() as f:
+        for r in csv.DictReader(f):
+            tf.setdefault((r["slug"], r["dtype"]), []).append(float(r["tflops"]))
+    gains = _steps_json()["gains"]
+    base = gains[0]["slug"]
+    assert gains[0]["step"] == "before" and len(gains) >= 5
+    for g in gains:
+        for dt in ("fp16", "bf16"):
+            want = statistics.harmonic_mean(tf[(g["slug"], dt)]) / statistics.harmonic_mean(tf[(base, dt)])
+            assert g[f"measured_x_{dt}"] == pytest.approx(want, abs=1e-4), (g["step"], dt)
+
+
+@pytest.mark.parametrize("i", range(6))
+def test_figure_data_profiles_from_raw_metrics(i):
+    """Each profiled step's numbers, straight from ncu_report with Nsight Compute's metric
+    names: tensor pipe, issue slots, duration, SM clock and every stall per issued instruction."""
+    profs = _steps_json()["profiles"]
+    if i >= len(profs):
+        pytest.skip(f"{len(profs)} profiled steps")
+    p = profs[i]
+    raw = raw_metrics(ROOT / p["report"])
+    assert p["tensor_pipe_pct"] == pytest.approx(raw["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"], abs=1e-3)
+    assert p["issue_active_pct"] == pytest.approx(raw["smsp__issue_active.avg.pct_of_peak_sustained_active"], abs=1e-3)
+    assert p["duration_ms"] == pytest.approx(raw["gpu__time_duration.sum"] / 1e6, abs=1e-4)
+    assert p["clock_ghz"] == pytest.approx(raw["sm__cycles_elapsed.avg.per_second"] / 1e9, rel=2e-3)
+    pre, suf = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
+    want = {m[len(pre):-len(suf)]: v for m, v in raw.items() if m.startswith(pre) and m.endswith(suf)}
+    want = {k: v for k, v in want.items() if k not in ("selected", "not_selected")}
+    assert set(p["stalls"]) <= set(want) and len(p["stalls"]) >= 8
+    for reason, v in p["stalls"].items():
+        assert v == pytest.approx(want[reason], abs=1e-3), reason
+    # the reasons left out are the ones the report reads as 0
+    assert all(abs(v) < 1e-9 for k, v in want.items() if k not in p["stalls"]), \
+        {k: v for k, v in want.items() if k not in p["stalls"] and abs(v) >= 1e-9}
+
+
+def test_the_figure_draws_the_data():
+    """Bar heights of hopper_steps.png's panels are the data: gains, tensor pipe %, and each
+    step's stall stack adds up to its stalls (top reasons + the rest)."""
+    import pandas as pd
+    from matplotlib.patches import Rectangle
+
+    from flashprof.analysis.charts.steps_chart import plot_hopper_steps
+
+    d = _steps_json()
+    gains, rounds, prof = (pd.DataFrame(d[k]) for k in ("gains", "rounds", "profiles"))
+    fig = plot_hopper_steps(gains, rounds, prof, gpu=d["gpu"], context="ctx")
+
+    def bars(gid):
+        return [a for ax in fig.axes for a in ax.get_children() if isinstance(a, Rectangle) and a.get_gid() == gid]
+
+    assert [b.get_height() for b in bars("steps-gain:measured_x_fp16")] == pytest.approx(list(gains["measured_x_fp16"]))
+    assert [b.get_height() for b in bars("steps-pipe:tensor_pipe_pct")] == pytest.approx(list(prof["tensor_pipe_pct"]))
+    stack = None
+    for ax in fig.axes:
+        for a in ax.get_children():
+            if isinstance(a, Rectangle) and str(a.get_gid()).startswith("steps-stall:"):
+                x = round(a.get_x() + a.get_width() / 2)
+                stack = stack or {}
+                stack[x] = max(stack.get(x, 0), a.get_y() + a.get_height())
+    assert [stack[x] for x in sorted(stack)] == pytest.approx([sum(s.values()) for s in prof["stalls"]], abs=1e-6)
+    fp = rounds[rounds["dtype"] == "fp16"].sort_values("hm_tflops")
+    assert sorted(b.get_width() for b in bars("steps-rounds:fp16")) == pytest.approx(sorted(fp["hm_tflops"]))
+    texts = " ".join(t.get_text() for t in fig.texts)
+    assert "H200" in texts and "ctx" in texts

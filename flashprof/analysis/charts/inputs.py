@@ -237,6 +237,21 @@ class Inputs:
             return {}
 
     @cached_property
+    def hopper_steps(self) -> dict | None:
+        """The Hopper steps' data (``hopper-steps/steps.json`` beside the reports), if any."""
+        p = self.reports_dir / "hopper-steps" / "steps.json"
+        if not p.is_file():
+            return None
+        try:
+            data = json.loads(p.read_text())
+        except ValueError as exc:
+            raise FiguresError(f"{p}: not JSON ({exc})") from None
+        lacking = [k for k in ("gains", "rounds", "profiles") if not isinstance(data.get(k), list)]
+        if lacking:
+            raise FiguresError(f"{p}: lacks {', '.join(lacking)}")
+        return data
+
+    @cached_property
     def opcodes(self) -> pd.DataFrame | None:
         p = self.sass_dir / "opcodes.csv"
         return read_table(p, dtype={"kernel": str}) if p.is_file() else None

@@ -348,6 +348,30 @@ def _sass_mix(inp: Inputs):
              f"static SASS opcode changes from each kernel to the next ({SASS_ARCH} {SASS_DTYPE})")]
 
 
+def _hopper_steps(inp: Inputs):
+    data = inp.hopper_steps
+    if data is None:
+        raise Skip(f"{inp.reports_dir / 'hopper-steps' / 'steps.json'} not found "
+                   "(python -m flashprof.analysis.gap.steps_doc writes it)")
+    gains, rounds, prof = (pd.DataFrame(data[k]) for k in ("gains", "rounds", "profiles"))
+    if gains.empty and rounds.empty and prof.empty:
+        raise Skip("steps.json holds no step")
+    from flashprof.analysis.charts.steps_chart import plot_hopper_steps
+    src = data.get("sources") or {}
+    clocks = pd.to_numeric(prof.get("clock_ghz", pd.Series(dtype=float)), errors="coerce").dropna()
+    clock = (f"profiled SM clock {clocks.min():.2f}–{clocks.max():.2f} GHz (not locked)"
+             if len(clocks) else "SM clock not locked")
+    context = (f"{data.get('shape', '')} · sweeps: fp16 and bf16, CUDA events, L2 flushed · "
+               f"profiles: {data.get('profiles_at', '')} · {clock}")
+    sources = ("Data: " + "; ".join(f"{k}: {', '.join(v) if isinstance(v, list) else v}" for k, v in src.items())
+               + "; profiles: " + ", ".join(prof["report"]) if len(prof) else "")
+    gpu = data.get("gpu") or "GPU unknown"
+    return [("hopper_steps.png", lambda: plot_hopper_steps(gains, rounds, prof, gpu=gpu, context=context,
+                                                            sources=sources),
+             f"kernel 7's Hopper steps on {gpu}: predicted vs measured gain per technique, the persistent grid's "
+             "sweep, and each step's tensor pipe, issue slots and stalls (hopper-steps/steps.json)")]
+
+
 def _bank(inp: Inputs):
     _need(inp, "banks", ("report", "launch", "range_idx", "op", "nway", "ldsm_inst"), "bank-conflict")
     return [("bank_conflicts.png", lambda: plot_bank_conflicts(inp.banks, inp.shown_ident, _roof_or_none(inp)),
@@ -442,6 +466,8 @@ FIGURES: dict[str, FigureSpec] = {s.name: s for s in (
     FigureSpec("pipes", _pipes, "pipe utilisation and issue slots", any_report),
     FigureSpec("progression", _progression, "TFLOP/s vs S and % of FA2 (bench.csv)", no_report, series=True),
     FigureSpec("sass_mix", _sass_mix, "static SASS opcode deltas K(n)->K(n+1)", no_report, series=True),
+    FigureSpec("hopper_steps", _hopper_steps, "kernel 7's Hopper steps: predicted vs measured, profiles "
+               "(hopper-steps/steps.json)", no_report, series=True),
     FigureSpec("bank_conflicts", _bank, "smem bank conflicts, ldmatrix", any_report),
     FigureSpec("autotune", _autotune, "kernel-7 sweep ranked, coloured by the parameter that matters", no_report,
                series=True),

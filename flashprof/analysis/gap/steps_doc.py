@@ -38,6 +38,7 @@ STEPS_DIR = H200_DIR / "hopper-steps"
 SWEEP = H200_DIR / "autotune_hopper.csv"
 WHATIF = REPO / "reports" / "gap" / "whatif.json"
 BUILT_MODEL = STEPS_DIR / "model_on_built_loops.json"
+STEPS_DATA = STEPS_DIR / "steps.json"  # the figure's data (figure_data)
 SEQS = (512, 1024, 2048, 4096, 8192, 16384)
 
 
@@ -135,6 +136,7 @@ def profiles(steps=STEPS) -> dict:
                        "clock_ghz": rec["sm_clock_hz"] / 1e9, "tflops": rec["tflops"],
                        "tensor_pipe_pct": rec["tensor_pipe_pct"], "issue_active_pct": rec["issue_active_pct"],
                        "top_stalls": sorted(stalls.items(), key=lambda kv: -kv[1])[:3],
+                       "stalls": dict(sorted(stalls.items(), key=lambda kv: -kv[1])),
                        "registers": res.get("launch__registers_per_thread"),
                        "smem_kib": res.get("launch__shared_mem_per_block_dynamic", math.nan) / 1024,
                        "threads": res.get("launch__block_size")}
@@ -187,6 +189,26 @@ def _hm(by: dict, seqs=SEQS) -> tuple[float, float]:
     return tf, 100 * tf / statistics.harmonic_mean([by[s][1] for s in seqs])
 
 
+def gains(measured: dict, predicted: dict) -> list[dict]:
+    """The first sweep's steps: the what-if's predicted gain and the measured gain (harmonic
+    mean of TFLOP/s over S against the first step, same run), per step in order."""
+    base = STEPS[0].slug
+    b16 = {dt: _hm(measured[(base, dt)])[0] for dt in ("fp16", "bf16") if (base, dt) in measured}
+    out = []
+    for s in STEPS:
+        if s.sweep != "hopper":
+            continue
+        p = predicted.get(s.change) if s.change else None
+        mx = {dt: _hm(measured[(s.slug, dt)])[0] / b16[dt] if (s.slug, dt) in measured and dt in b16 else None
+              for dt in ("fp16", "bf16")}
+        out.append({"step": s.name, "what": s.what, "slug": s.slug,
+                    "predicted_x": p["speedup_vs_shipped"] if p else None,
+                    "measured_x_fp16": mx["fp16"], "measured_x_bf16": mx["bf16"],
+                    "hm_pct_of_fa2_fp16": _hm(measured[(s.slug, "fp16")])[1] if (s.slug, "fp16") in measured else None,
+                    "tflops_fp16_4096": measured[(s.slug, "fp16")][4096][0] if (s.slug, "fp16") in measured else None})
+    return out
+
+
 def _f(v, fmt="{:.1f}") -> str:
     return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else fmt.format(v)
 
@@ -200,6 +222,10 @@ def render(measured: dict, predicted: dict, prof: dict, bench: dict, built: list
              "4 at 16384). Each step adds one technique of FlashAttention-3 (Shah et al., 2024) to the one "
              "above it; the template options are `KernelConfig.warp_specialized`, `kv_stages`, "
              "`intra_wg_overlap` and `pingpong` (kernels/csrc/flash_fwd_ws.cuh). FLOPs = 4·B·H·S²·d.", "",
+             "![Kernel 7's Hopper steps: predicted vs measured gain per technique, the persistent grid's sweep, "
+             "and each profiled step's tensor pipe, issue slots and stalls](../figures/hopper_steps.png)", "",
+             "The figure draws `reports/h200/hopper-steps/steps.json`, which this page's generator writes from "
+             "the same inputs as the tables below (`make figures` renders it).", "",
              "## Predicted before building, measured after", "",
              "*Predicted*: the issue model's what-if (`flashprof gap --what-if`), as transformations of the "
              "kernel in the first row, written before any step was built. *Measured*: `make tune --space "
@@ -211,16 +237,11 @@ def render(measured: dict, predicted: dict, prof: dict, bench: dict, built: list
              "|---|---|---|---|---|---|---|---|"]
     b16 = {dt: _hm(measured[(base, dt)])[0] for dt in ("fp16", "bf16") if (base, dt) in measured}
     first = [s for s in STEPS if s.sweep == "hopper"]
-    for s in first:
-        p = predicted.get(s.change) if s.change else None
-        px = p["speedup_vs_shipped"] if p else None
-        mx = {dt: _hm(measured[(s.slug, dt)])[0] / b16[dt] if (s.slug, dt) in measured and dt in b16 else None
-              for dt in ("fp16", "bf16")}
-        hm_pct = _hm(measured[(s.slug, "fp16")])[1] if (s.slug, "fp16") in measured else None
-        tf4096 = measured[(s.slug, "fp16")][4096][0] if (s.slug, "fp16") in measured else None
-        ratio = px / mx["fp16"] if px and mx["fp16"] else None
-        lines.append(f"| {s.name} | {s.what} | {_f(px, '{:.3f}')} | {_f(mx['fp16'], '{:.3f}')} | "
-                     f"{_f(mx['bf16'], '{:.3f}')} | {_f(hm_pct)} | {_f(tf4096, '{:.0f}')} | {_f(ratio, '{:.2f}')} |")
+    for g in gains(measured, predicted):
+        px, ratio = g["predicted_x"], g["predicted_x"] / g["measured_x_fp16"] if g["predicted_x"] and g["measured_x_fp16"] else None
+        lines.append(f"| {g['step']} | {g['what']} | {_f(px, '{:.3f}')} | {_f(g['measured_x_fp16'], '{:.3f}')} | "
+                     f"{_f(g['measured_x_bf16'], '{:.3f}')} | {_f(g['hm_pct_of_fa2_fp16'])} | "
+                     f"{_f(g['tflops_fp16_4096'], '{:.0f}')} | {_f(ratio, '{:.2f}')} |")
     lines += ["", "Where the prediction and the measurement (fp16) differ by more than 5 %:", ""]
     prev = None
     for s in first:
@@ -354,6 +375,43 @@ def _rounds_section(rounds: dict) -> list[str]:
     return out
 
 
+def _r(v, nd=4):
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), nd)
+
+
+def figure_data(measured: dict, predicted: dict, prof: dict, bench: dict, built: list[dict] | None,
+                rounds: dict | None = None) -> dict:
+    """What the steps' figure draws (pure; `inputs()` in, plain JSON out): the first sweep's
+    predicted and measured gains, the second sweep's harmonic means, each profiled step's
+    tensor pipe, issue slots, clock and stalls (warps per issued instruction)."""
+    g = [{k: (_r(v) if isinstance(v, float) else v) for k, v in row.items()} for row in gains(measured, predicted)]
+    name = {s.slug: s.name for s in STEPS if s.sweep == "rounds"}
+    name.update({s.slug: s.name for s in STEPS if s.sweep == "hopper" and s.slug not in name})
+    ref = next((s.slug for s in STEPS if s.name == "pingpong"), None)
+    rows = []
+    for (slug, dt), by in sorted((rounds or {}).items()):
+        if not all(q in by for q in SEQS):
+            continue
+        tf, pct = _hm(by)
+        base = _hm(rounds[(ref, dt)])[0] if (ref, dt) in rounds and all(q in rounds[(ref, dt)] for q in SEQS) else None
+        rows.append({"step": name.get(slug), "slug": slug, "dtype": dt, "hm_tflops": _r(tf), "hm_pct_of_fa2": _r(pct),
+                     "x_pingpong": _r(tf / base) if base else None})
+    profs = []
+    for s in STEPS:
+        p = prof.get(s.name)
+        if p:
+            profs.append({"step": s.name, "report": f"reports/h200/{p['report']}",
+                          **{k: _r(p[k]) for k in ("duration_ms", "clock_ghz", "tflops", "tensor_pipe_pct",
+                                                    "issue_active_pct", "registers", "threads", "smem_kib")},
+                          "stalls": {k: _r(v) for k, v in p["stalls"].items()}})
+    return {"schema": 1, "gpu": "NVIDIA H200 SXM", "what": "kernel 7's Hopper steps (docs/HOPPER_STEPS.md)",
+            "shape": "d128, non-causal, 16 heads; batch 16 up to S = 4096, 8 at 8192, 4 at 16384",
+            "profiles_at": "S = 4096, batch 16, fp16, ncu --set full, --clock-control none",
+            "sources": {"gains": str(SWEEP.relative_to(REPO)), "rounds": str(ROUNDS_SWEEP.relative_to(REPO)),
+                        "predicted": sorted({r["file"] for r in predicted.values()})},
+            "gains": g, "rounds": rows, "profiles": profs}
+
+
 def inputs() -> tuple:
     built = json.loads(BUILT_MODEL.read_text()) if BUILT_MODEL.is_file() else None
     rounds = sweep(ROUNDS_SWEEP) if ROUNDS_SWEEP.is_file() else None
@@ -371,8 +429,11 @@ def main(argv=None) -> int:
         recs = model_on_built_loops()
         BUILT_MODEL.write_text(json.dumps(recs, indent=1) + "\n")
         print(f"wrote {BUILT_MODEL.relative_to(REPO)}")
-    PAGE.write_text(render(*inputs()))
+    data = inputs()
+    PAGE.write_text(render(*data))
     print(f"wrote {PAGE.relative_to(REPO)}")
+    STEPS_DATA.write_text(json.dumps(figure_data(*data), indent=1) + "\n")
+    print(f"wrote {STEPS_DATA.relative_to(REPO)} (hopper_steps.png draws it: make figures)")
     return 0
 
 
