@@ -185,3 +185,21 @@ def test_the_figure_draws_the_data():
     assert sorted(b.get_width() for b in bars("steps-rounds:fp16")) == pytest.approx(sorted(fp["hm_tflops"]))
     texts = " ".join(t.get_text() for t in fig.texts)
     assert "H200" in texts and "ctx" in texts
+
+
+def test_per_seq_winners_recomputed_from_the_rounds_sweep():
+    best: dict = {}
+    with (H200 / "autotune_hopper_rounds.csv").open() as f:
+        for r in csv.DictReader(f):
+            best.setdefault((r["dtype"], int(r["seq"])), []).append((float(r["tflops"]), r["slug"]))
+    page = steps_doc.PAGE.read_text()
+    shipped = next(s.slug for s in steps_doc.STEPS if s.name == "shipped")
+    rows = [ln for ln in page.splitlines() if re.match(r"\| (fp16|bf16) \| \d+ \| ", ln)]
+    assert len(rows) == len(best) == 12
+    for ln in rows:
+        cells = [c.strip() for c in ln.strip("|").split("|")]
+        ranked = sorted(best[(cells[0], int(cells[1]))], reverse=True)
+        for (tf, slug), cell in zip(ranked[:2], cells[2:4]):
+            assert cell.endswith(f" {tf:.1f}") and slug.endswith(cell.split("`")[1].lstrip("…")), (ln, slug)
+        place = [s for _, s in ranked].index(shipped)
+        assert cells[4] == f"{place + 1}, {ranked[place][0] / ranked[0][0]:.3f}", ln

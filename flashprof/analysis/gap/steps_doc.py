@@ -372,6 +372,36 @@ def _rounds_section(rounds: dict) -> list[str]:
             "steps are within the rounds' spread of one another. With the persistent grid, ping-pong "
             "no longer adds (fp16 and bf16 swap order, within 1 %): the tuner shipped the fp16 "
             "winner.", ""]
+    out += _per_seq_ranking(rounds, name)
+    return out
+
+
+def _per_seq_ranking(rounds: dict, name: dict) -> list[str]:
+    """Winner and runner-up of the second sweep at each (dtype, S), and the shipped config's
+    place there: what a per-S dispatch (``make tune --bucket``) would pick from these rounds."""
+    shipped = next((s.slug for s in STEPS if s.name == "shipped"), None)
+    short = _k(128, 128, 8).slug.removesuffix("_wgmma")
+    out = ["Per S, the same rounds (TFLOP/s; kernel 7 dispatches one config at every S):", "",
+           "| dtype | S | winner | runner-up | shipped: place, × winner |", "|---|---|---|---|---|"]
+    behind = []
+    for dt in ("fp16", "bf16"):
+        for q in SEQS:
+            ranked = sorted(((v[q][0], slug) for (slug, d), v in rounds.items() if d == dt and q in v), reverse=True)
+            if len(ranked) < 2:
+                continue
+            place = next((i for i, (_, sl) in enumerate(ranked) if sl == shipped), None)
+            cell = lambda tf, sl: f"{name.get(sl, '–')} (`{sl.replace(short, '…')}`) {tf:.1f}"  # noqa: E731
+            x = ranked[place][0] / ranked[0][0] if place is not None else None
+            if x is not None and x < 1:
+                behind.append(x)
+            out.append(f"| {dt} | {q} | {cell(*ranked[0])} | {cell(*ranked[1])} | "
+                       f"{'–' if place is None else place + 1}, {_f(x, '{:.3f}')} |")
+    if behind:
+        out += ["", f"Where the shipped config is not first it is within {100 * (1 - min(behind)):.1f} % of the "
+                "winner; a per-S dispatch of these winners was not benched (one config is profiled, modelled "
+                "and benched as kernel 7).", ""]
+    else:
+        out.append("")
     return out
 
 
