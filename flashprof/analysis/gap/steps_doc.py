@@ -342,11 +342,17 @@ def _rounds_note() -> str:
     return f", {n} interleaved rounds (every S and target once per round, medians over all)" if n > 1 else ""
 
 
-def _rounds_section(rounds: dict) -> list[str]:
-    """The second sweep: the persistent grid against the 128 x 128 steps, same rounds."""
+def _step_names() -> tuple[dict, str | None]:
+    """(slug -> step name, preferring the second sweep's steps; the slug the second sweep's
+    gains are relative to: *pingpong*)."""
     name = {s.slug: s.name for s in STEPS if s.sweep == "rounds"}
     name.update({s.slug: s.name for s in STEPS if s.sweep == "hopper" and s.slug not in name})
-    ref = next((s.slug for s in STEPS if s.name == "pingpong"), None)
+    return name, next((s.slug for s in STEPS if s.name == "pingpong"), None)
+
+
+def _rounds_section(rounds: dict) -> list[str]:
+    """The second sweep: the persistent grid against the 128 x 128 steps, same rounds."""
+    name, ref = _step_names()
     out = ["## The persistent grid (a second sweep)", "",
            "`make tune --space hopper ROUNDS=5` (`reports/h200/autotune_hopper_rounds.csv`): the 128 x 128 "
            "warp-specialised candidates with and without the persistent grid; each round times FA2 and "
@@ -384,13 +390,16 @@ def _per_seq_ranking(rounds: dict, name: dict) -> list[str]:
     out = ["Per S, the same rounds (TFLOP/s; kernel 7 dispatches one config at every S):", "",
            "| dtype | S | winner | runner-up | shipped: place, × winner |", "|---|---|---|---|---|"]
     behind = []
+
+    def cell(tf: float, sl: str) -> str:
+        return f"{name.get(sl, '–')} (`{sl.replace(short, '…')}`) {tf:.1f}"
+
     for dt in ("fp16", "bf16"):
         for q in SEQS:
             ranked = sorted(((v[q][0], slug) for (slug, d), v in rounds.items() if d == dt and q in v), reverse=True)
             if len(ranked) < 2:
                 continue
             place = next((i for i, (_, sl) in enumerate(ranked) if sl == shipped), None)
-            cell = lambda tf, sl: f"{name.get(sl, '–')} (`{sl.replace(short, '…')}`) {tf:.1f}"  # noqa: E731
             x = ranked[place][0] / ranked[0][0] if place is not None else None
             if x is not None and x < 1:
                 behind.append(x)
@@ -415,9 +424,7 @@ def figure_data(measured: dict, predicted: dict, prof: dict, bench: dict, built:
     predicted and measured gains, the second sweep's harmonic means, each profiled step's
     tensor pipe, issue slots, clock and stalls (warps per issued instruction)."""
     g = [{k: (_r(v) if isinstance(v, float) else v) for k, v in row.items()} for row in gains(measured, predicted)]
-    name = {s.slug: s.name for s in STEPS if s.sweep == "rounds"}
-    name.update({s.slug: s.name for s in STEPS if s.sweep == "hopper" and s.slug not in name})
-    ref = next((s.slug for s in STEPS if s.name == "pingpong"), None)
+    name, ref = _step_names()
     rows = []
     for (slug, dt), by in sorted((rounds or {}).items()):
         if not all(q in by for q in SEQS):
