@@ -215,3 +215,22 @@ def test_gap_figure_is_drawn_from_the_committed_result(committed):
                                                   and r["gpu_key"] == "a100_80gb" and r["target"] != "ref"
                                                   and r["binary"] == "series"), key=lambda r: int(r["target"]))]
     assert list(pts.get_ydata()) == pytest.approx(want)
+
+
+def test_gap_figure_cycles_panel_shows_every_bar(committed):
+    """The H200 cycles panel: each bar is predicted / measured SM cycles of a committed row, and
+    none runs past the axis (kernel 7's 1.33 was cut off at a fixed 1.3 before)."""
+    from matplotlib.patches import Rectangle
+
+    from flashprof.analysis.charts.gap_charts import plot_issue_gap
+
+    recs, _ = frozen.read()
+    fig = plot_issue_gap(recs, title="t")
+    ax = next(ax for ax in fig.axes if "cycles vs ncu" in ax.get_title())
+    bars = [a for a in ax.get_children() if isinstance(a, Rectangle) and a.get_gid() == "issue:h200_sxm:cycles"]
+    want = sorted(r["pred_cycles"] / r["measured_cycles"] for r in committed[0] if r["kind"] == "row"
+                  and r["gpu_key"] == "h200_sxm" and r["target"] != "ref" and r["seq"] == 4096
+                  and r.get("measured_cycles") not in (None, 0)
+                  and r["measured_cycles"] == r["measured_cycles"])
+    assert sorted(b.get_height() for b in bars) == pytest.approx(want)
+    assert max(b.get_height() for b in bars) < ax.get_ylim()[1]
