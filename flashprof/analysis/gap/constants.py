@@ -21,6 +21,9 @@ from flashprof.analysis.gap.data import GPUS_FILE, REPO, load_gpus
 from flashprof.kernels.gpus import SHIPPED
 
 CEILINGS = REPO / SHIPPED.reports / "ceilings.json"
+# The HMMA issue interplay derived from the mma_mix microbenchmark (analysis/gap/interplay.py).
+INTERPLAY = REPO / SHIPPED.reports / "mma_mix" / "interplay.json"
+_INTERPLAY_FIELDS = ("hmma_issue_cycles", "tensor_issue_steal")
 SUBPARTITIONS = 4  # cuda_pg_cc: 4 warp schedulers per SM
 FLOP_PER_HMMA = 2 * 16 * 8 * 16
 # Constants that are assumptions or simulator settings (not measurements) on the A100 /
@@ -91,6 +94,14 @@ class Machine:
     # An HGMMA's shared-memory operand bytes (A for SS, B always) take smem wavefronts
     # (an assumption: they share the 128 B/clk data path with LDS/STS/LDGSTS; 0 = they don't).
     wgmma_smem_share: float = 1.0
+    # Issue interplay around HMMA, derived from the mma_mix microbenchmark where one was run
+    # (analysis/gap/interplay.py; defaults: none): an HMMA holds its sub-partition's dispatch
+    # ``hmma_issue_cycles`` cycles; each other instruction issued while that sub-partition's
+    # tensor pipe is busy holds the pipe ``tensor_issue_steal`` cycles longer. Beside HGMMA
+    # nothing is measured: ``wgmma_issue_steal`` (0 unless a what-if sets it).
+    hmma_issue_cycles: float = 1.0
+    tensor_issue_steal: float = 0.0
+    wgmma_issue_steal: float = 0.0
     sources: dict = field(default_factory=dict, compare=False)
     # Constants read from an entry whose source names no citation and no measurement.
     fitted: tuple = field(default=(), compare=False)
@@ -144,7 +155,8 @@ def traceable(source, cited) -> bool:
     return source.startswith("measured") or any(re.search(rf"\b{re.escape(k)}\b", source) for k in cited)
 
 
-def machine(gpu_key: str, gpus: dict | None = None, ceilings: Path | None = CEILINGS) -> Machine:
+def machine(gpu_key: str, gpus: dict | None = None, ceilings: Path | None = CEILINGS,
+            interplay: Path | None = INTERPLAY) -> Machine:
     """The Machine of one gpus.json key (KeyError with the known keys if absent)."""
     gpus = gpus or load_gpus(GPUS_FILE)
     if gpu_key not in gpus["gpus"]:
@@ -174,6 +186,8 @@ def machine(gpu_key: str, gpus: dict | None = None, ceilings: Path | None = CEIL
     )
     if g["arch"] == "sm_90" and ceilings is not None and Path(ceilings).is_file():
         fields.update(_measured(Path(ceilings), fields["sources"]))
+    if g["arch"] == "sm_90" and interplay is not None and Path(interplay).is_file():
+        fields.update(_interplay(Path(interplay), fields["sources"]))
     read = {n: g[n].get("source") if isinstance(g[n], dict) else None for n in READ}
     read.update(fields["sources"])
     fields["fitted"] = tuple(sorted(n for n, src in read.items() if not traceable(src, gpus.get("sources", {}))))
@@ -201,6 +215,22 @@ def _measured(path: Path, sources: dict) -> dict:
             continue
         out[name] = value
         sources[name] = f"measured: {path.parent.name}/{path.name} {kind} {m['name']} = {v:.4g} {m.get('unit', '')}"
+    return out
+
+
+def _interplay(path: Path, sources: dict) -> dict:
+    """hmma_issue_cycles and tensor_issue_steal as derived from the mma_mix microbenchmark."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for name in _INTERPLAY_FIELDS:
+        v = data.get(name)
+        if isinstance(v, (int, float)) and math.isfinite(v) and v >= 0:
+            out[name] = float(v)
+            sources[name] = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (ceilings mix, "
+                             f"held-out error {data.get('held_out_mae_pct', float('nan')):.1f} %) = {v:g}")
     return out
 
 

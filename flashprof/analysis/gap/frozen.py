@@ -53,6 +53,7 @@ def input_paths() -> list[Path]:
     files = [*sorted(sass.glob("loops/*.sass")), *sorted(sass.glob("fa2/*.sass")),
              *sorted(sass.glob("series/*_sm_80.sass")), *sorted(sass.glob("series/fa2_official_sm80*.sass")),
              GPUS_FILE, PUBLISHED_FILE, REPO / SHIPPED.reports / "ceilings.json",
+             REPO / SHIPPED.reports / "mma_mix" / "interplay.json",
              KERNELS_PKG / "config.py", *(here / c for c in _CODE), *default_report_paths()]
     return sorted(dict.fromkeys(Path(p) for p in files))
 

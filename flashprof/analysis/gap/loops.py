@@ -146,6 +146,17 @@ def kernel_loop(target: str, arch: str, slug: str) -> LoopCode:
                     str(path.relative_to(REPO)))
 
 
+def listing_lines(insts) -> list[str]:
+    """Instructions as cuobjdump prints them (address, text, both encoding words): what
+    controls.parse reads back, control codes included."""
+    lines = []
+    for i in insts:
+        text = f"{i.predicate} {i.op} {i.operands}".strip()
+        lines.append(f"/*{i.addr:04x}*/ {text} ; /* 0x{i.low:016x} */")
+        lines.append(f"/* 0x{i.high:016x} */")
+    return lines
+
+
 def write_kernel_loops(jobs) -> list[Path]:
     """Build (flashprof.kernels.sass.static) and write the loop files of (KernelConfig, arch) pairs."""
     from flashprof.kernels.sass.static import build_many, dump_sass, ptxas_report, log_path, pick_function
@@ -167,10 +178,7 @@ def write_kernel_loops(jobs) -> list[Path]:
                  f"# total_instructions: {len(insts)}", f"# loop_span: {insts[lo].addr:#06x}-{insts[hi].addr:#06x}",
                  f"# registers: {stats.registers}", f"# smem_bytes: {smem}", f"# warps: {cfg.n_warps}",
                  f"# B_r: {cfg.B_r}", f"# B_c: {cfg.B_c}", f"Function : {fn}"]
-        for i in insts[lo:hi + 1]:
-            text = f"{i.predicate} {i.op} {i.operands}".strip()
-            lines.append(f"/*{i.addr:04x}*/ {text} ; /* 0x{i.low:016x} */")
-            lines.append(f"/* 0x{i.high:016x} */")
+        lines += listing_lines(insts[lo:hi + 1])
         path = LOOP_DIR / f"{cfg.slug}_{arch}.sass"
         path.write_text("\n".join(lines) + "\n")
         out.append(path)

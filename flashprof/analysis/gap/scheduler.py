@@ -68,6 +68,9 @@ ALU_OPS = {"FMNMX", "FSETP", "FSEL", "FCHK", "FSET", "ISETP", "IADD3", "IADD", "
            "PLOP3", "P2R", "R2P", "BMSK", "SGXT", "HSETP2", "HMNMX2", "CS2R", "IADD32I", "LOP32I", "MOV32I"}
 
 
+# Instructions that cost the tensor pipe nothing when issued beside a running HMMA
+# (tensor_issue_steal): the tensor instructions themselves and those the model issues free.
+_NO_STEAL = ("tensor", "none", "wgmma", "wgmma_ctl")
 JITTER = 4.0  # cycles; an assumption (see simulate), not a fitted value
 
 
@@ -193,6 +196,9 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
             "committed": 0} if pingpong else None
     cta_pass = [0.0] * ctas
     last = [None] * SUBPARTITIONS
+    hold = [0.0] * SUBPARTITIONS               # no issue before this cycle (an HMMA's dispatch)
+    # measured beside HMMA only (mma_mix); beside HGMMA it is Machine.wgmma_issue_steal
+    steal = m.wgmma_issue_steal if shapes else m.tensor_issue_steal
     finish = {}
     stalls: Counter = Counter()
     warp_states: Counter = Counter()
@@ -217,6 +223,12 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                              m, smem_starts[sp], lsu_free, bar_release, wg_pending[w.wid])
                     or (_not_my_turn(turn, w, body[w.pc], warps_per_cta) if turn is not None else None)
                     for w in cand]
+            if hold[sp] > t:  # an HMMA's dispatch cycles: ready warps wait ("dispatch")
+                for w, y in zip(cand, whys):
+                    if w.it >= 1:
+                        warp_states[y or "dispatch"] += 1
+                stalls["dispatch" if cand else "idle"] += 1
+                continue
             chosen = next((w for w, y in zip(cand, whys) if y is None), None)
             for w, y in zip(cand, whys):
                 if w.it >= 1:  # per-warp states after the first pass (ncu's stall reasons)
@@ -229,17 +241,17 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                 c = i.ctrl
                 done = t + 1
                 if p == "tensor":
-                    busy[sp]["tensor"] = t + m.hmma_interval
+                    _take(busy[sp], "tensor", t, m.hmma_interval)
                 elif p == "imad":
-                    busy[sp]["fp32a"] = t + m.fp32_interval
+                    _take(busy[sp], "fp32a", t, m.fp32_interval)
                 elif p == "fp32":
                     unit = "fp32a" if m.fp32_halves == 1 or busy[sp]["fp32a"] <= busy[sp]["fp32b"] else "fp32b"
-                    busy[sp][unit] = t + m.fp32_interval
+                    _take(busy[sp], unit, t, m.fp32_interval)
                 elif p == "alu":
                     unit = "fp32b" if m.int_shares_fp32 else "alu"
-                    busy[sp][unit] = t + m.alu_interval
+                    _take(busy[sp], unit, t, m.alu_interval)
                 elif p == "xu":
-                    busy[sp]["xu"] = t + m.mufu_interval
+                    _take(busy[sp], "xu", t, m.mufu_interval)
                     done = t + m.mufu_latency
                 elif p == "wgmma":
                     _issue_hgmma(w, t, shapes[w.pc], warps_per_cta, m, busy, wg_arrived, wg_chain,
@@ -269,6 +281,10 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                             open_group[w.wid] = max(open_group[w.wid], done)
                     else:
                         done = t + (m.smem_latency if i.base == "SHFL" else m.l1_latency)
+                if p == "tensor":
+                    hold[sp] = t + m.hmma_issue_cycles
+                elif steal and p not in _NO_STEAL and busy[sp]["tensor"] > t:
+                    busy[sp]["tensor"] += steal
                 if seed and done > t + 1:  # variable latency varies: 0-4 cycles of jitter
                     done += rng.random() * JITTER
                 if i.base == "LDGDEPBAR":
@@ -402,6 +418,21 @@ def _smem_taken(windows, t: float) -> float:
     return min(1.0, sum(share for a, b, share in windows if a <= t < b))
 
 
+def _take(busy: dict, unit: str, t: int, interval: float) -> None:
+    """A pipe takes one warp instruction: it is held ``interval`` cycles after the later of
+    now and the end of its previous one. Intervals are rates, not whole cycles (the H200's
+    measured HMMA interval is 6.0004 cycles, its MUFU one 8.0001): the fractions carry over
+    to the next instruction instead of rounding every one up to the next cycle."""
+    busy[unit] = max(busy[unit], t) + interval
+
+
+def _held(until: float, t: int) -> bool:
+    """Whether a pipe held until ``until`` still refuses an instruction in cycle ``t``: it
+    accepts one in the cycle its previous one ends (a pipe free at 6.0004 takes the next
+    instruction in cycle 6; over many instructions the rate is exactly 1 / interval)."""
+    return until >= t + 1
+
+
 def _blocked(w, i, p, t, sb, groups, busy, m, starts, lsu_free, bar_release, wg_pending=()) -> str | None:
     if w.at_bar:
         if bar_release.get(w.bar_key, float("inf")) > t:
@@ -421,15 +452,15 @@ def _blocked(w, i, p, t, sb, groups, busy, m, starts, lsu_free, bar_release, wg_
         pending = sorted(g for g in groups if g > t)
         if len(pending) > allowed:
             return "wait barrier"
-    if p == "tensor" and busy["tensor"] > t:
+    if p == "tensor" and _held(busy["tensor"], t):
         return "tensor pipe"
-    if p == "imad" and busy["fp32a"] > t:
+    if p == "imad" and _held(busy["fp32a"], t):
         return "fma pipe"
-    if p == "fp32" and min(busy["fp32a"], busy["fp32b"] if m.fp32_halves > 1 else busy["fp32a"]) > t:
+    if p == "fp32" and _held(min(busy["fp32a"], busy["fp32b"] if m.fp32_halves > 1 else busy["fp32a"]), t):
         return "fma pipe"
-    if p == "alu" and busy["fp32b" if m.int_shares_fp32 else "alu"] > t:
+    if p == "alu" and _held(busy["fp32b" if m.int_shares_fp32 else "alu"], t):
         return "alu pipe"
-    if p == "xu" and busy["xu"] > t:
+    if p == "xu" and _held(busy["xu"], t):
         return "xu pipe"
     if p in ("smem", "lsu"):
         if lsu_free > t:

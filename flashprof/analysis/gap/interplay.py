@@ -1,0 +1,170 @@
+"""The cost of issuing other instructions beside HMMA, measured by ``ceilings mix`` and
+carried into the issue model (issue 31's first candidate mechanism).
+
+The microbenchmark (kernels/ceilings/mix.cuh) runs HMMA.16816.F32 at full rate, 4 warps per
+scheduler, with K FFMA, IMAD or MUFU.EX2 after every HMMA (K = 0..8), with and without
+operand reuse; ``reports/<gpu>/mma_mix/mma_mix.csv`` has its measured HMMA rate per point.
+The scheduler run on the benchmark's own loops (``reports/sass/ceilings/``: the compiler's
+control codes included) gives the rate of independent issue slots and pipes. Hardware
+is slower: 9 % at one FFMA per HMMA, 27 % at four. Two costs, both in ``Machine``, close that:
+
+* ``hmma_issue_cycles`` -- an HMMA holds its sub-partition's dispatch this many cycles
+  (no warp of it issues in between: Nsight Compute's ``dispatch_stall``);
+* ``tensor_issue_steal`` -- every other instruction issued while its sub-partition's tensor
+  pipe is busy keeps the pipe that many cycles longer (what the HMMA shares with it: the
+  register-file operand path is the likely resource; the benchmark cannot tell).
+
+``derive`` picks both on a grid: the pair with the smallest mean error over the FFMA points
+with operand reuse (6 points: the *fit* set), then reports the error over the other 30
+points (IMAD, MUFU.EX2, FFMA without reuse: different SASS, different pipes: the *held-out*
+set) beside the model without either cost. It writes ``reports/<gpu>/mma_mix/interplay.json``,
+which ``constants.machine`` reads for that GPU. No kernel's time and no published number is
+used: only the microbenchmark's rates.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+from flashprof.analysis.gap.constants import SUBPARTITIONS, Machine, machine
+from flashprof.analysis.gap.controls import main_loop, parse
+from flashprof.analysis.gap.data import REPO
+from flashprof.analysis.gap.loops import listing_lines
+from flashprof.analysis.gap.scheduler import simulate
+from flashprof.kernels.gpus import SHIPPED
+
+SASS_FILE = REPO / "reports" / "sass" / "ceilings" / "mma_mix_sm_90a.sass"
+MEASURED = REPO / SHIPPED.reports / "mma_mix" / "mma_mix.csv"
+RESULT = REPO / SHIPPED.reports / "mma_mix" / "interplay.json"
+WARPS_PER_SCHEDULER = 4  # kernels/ceilings/common.cuh kWarpsPerScheduler: the mix runs' occupancy
+KINDS = {0: "none", 1: "ffma", 2: "imad", 3: "ex2"}  # mix.cuh MixKind
+_NAME = re.compile(r"k_mma_mixILi(\d)ELi(\d)ELb([01])E")
+GRID_HOLD = (1.0, 2.0, 3.0, 4.0)
+GRID_STEAL = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7)
+ITERATIONS, SEED = 4, 1
+
+
+def point_of(function: str) -> tuple[str, int, bool] | None:
+    """(kind, K, operand reuse) of a ``k_mma_mix<KIND, K, REUSE>`` function name."""
+    m = _NAME.search(function)
+    return (KINDS[int(m.group(1))], int(m.group(2)), m.group(3) == "1") if m else None
+
+
+def write_sass(path: Path = SASS_FILE) -> Path:
+    """The main loop of every mix kernel in the ceilings cubin (sm_90a, the venv's nvcc)."""
+    from flashprof.kernels import ceilings
+    from flashprof.kernels.sass.static import dump_sass
+    from flashprof.kernels.toolchain import find_toolchain
+
+    cubin = ceilings.build("sm_90", cubin=True)
+    per_fn = parse(dump_sass(cubin))
+    lines = ["# ceilings mix kernels (flashprof/kernels/ceilings/mix.cuh), sm_90a: each one's main loop",
+             f"# from: python -m flashprof.analysis.gap.interplay --write-sass (nvcc {find_toolchain('nvcc').nvcc_version})"]
+    for fn in sorted(f for f in per_fn if point_of(f)):
+        insts = per_fn[fn]
+        lo, hi = main_loop(insts, "HMMA")
+        lines.append(f"Function : {fn}")
+        lines += listing_lines(insts[lo:hi + 1])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def points(path: Path = SASS_FILE) -> dict[tuple[str, int, bool], list]:
+    """Loop body per (kind, K, reuse) from the committed listing."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no mix SASS (python -m flashprof.analysis.gap.interplay --write-sass)")
+    return {point_of(fn): body for fn, body in parse(path.read_text()).items() if point_of(fn)}
+
+
+def measured(path: Path = MEASURED) -> dict[tuple[str, int, bool], float]:
+    """Measured HMMA.16816 per SM clock per point (the mma_mix table)."""
+    import pandas as pd
+
+    df = pd.read_csv(path)
+    return {(r.kind, int(r.k), bool(r.reuse)): float(r.hmma_per_clk_sm) for r in df.itertuples()}
+
+
+def rate(body, m: Machine) -> float:
+    """Simulated HMMA.16816 per SM clock of one mix loop: one block of 4 warps per scheduler."""
+    warps = WARPS_PER_SCHEDULER * SUBPARTITIONS
+    r = simulate(list(body), m, 1, warps, iterations=ITERATIONS, seed=SEED)
+    return sum(1 for i in body if i.base == "HMMA") * warps / r["cycles_per_iter"]
+
+
+def with_costs(m: Machine, hold: float, steal: float) -> Machine:
+    return dataclasses.replace(m, hmma_issue_cycles=hold, tensor_issue_steal=steal)
+
+
+def in_fit(point: tuple[str, int, bool]) -> bool:
+    kind, _k, reuse = point
+    return kind == "ffma" and reuse
+
+
+def errors(m: Machine, pts: dict, meas: dict) -> dict[tuple[str, int, bool], float]:
+    """Per point: 100 x (simulated / measured - 1)."""
+    return {p: 100 * (rate(body, m) / meas[p] - 1) for p, body in sorted(pts.items()) if p in meas}
+
+
+def _mean_abs(errs: dict, keep) -> float:
+    xs = [abs(v) for p, v in errs.items() if keep(p)]
+    return statistics.fmean(xs) if xs else float("nan")
+
+
+def derive(gpu_key: str = SHIPPED.model_key, grid_hold=GRID_HOLD, grid_steal=GRID_STEAL) -> dict:
+    """The grid search (module docstring) and its record."""
+    base = dataclasses.replace(machine(gpu_key, ceilings=REPO / SHIPPED.reports / "ceilings.json"),
+                               hmma_issue_cycles=1.0, tensor_issue_steal=0.0)
+    pts, meas = points(), measured()
+    held = lambda p: not in_fit(p) and p[0] != "none"
+    grid = []
+    for hold in grid_hold:
+        for steal in grid_steal:
+            e = errors(with_costs(base, hold, steal), pts, meas)
+            grid.append({"hmma_issue_cycles": hold, "tensor_issue_steal": steal,
+                         "fit_mae_pct": _mean_abs(e, in_fit), "held_out_mae_pct": _mean_abs(e, held)})
+    best = min(grid, key=lambda g: g["fit_mae_pct"])
+    chosen = errors(with_costs(base, best["hmma_issue_cycles"], best["tensor_issue_steal"]), pts, meas)
+    without = errors(base, pts, meas)
+    row = lambda p: {"kind": p[0], "k": p[1], "reuse": p[2], "set": "fit" if in_fit(p) else "held-out",
+                     "measured": meas[p], "error_pct": chosen[p], "error_without_pct": without[p]}
+    return {
+        "what": "issue interplay beside HMMA.16816.F32, from the ceilings mix microbenchmark "
+                "(analysis/gap/interplay.py)",
+        "gpu_key": gpu_key, "measured": str(MEASURED.relative_to(REPO)), "sass": str(SASS_FILE.relative_to(REPO)),
+        "hmma_issue_cycles": best["hmma_issue_cycles"], "tensor_issue_steal": best["tensor_issue_steal"],
+        "fit_set": "FFMA with operand reuse, K = 1..8 (6 points)",
+        "fit_mae_pct": best["fit_mae_pct"], "held_out_mae_pct": best["held_out_mae_pct"],
+        "without_fit_mae_pct": _mean_abs(without, in_fit), "without_held_out_mae_pct": _mean_abs(without, held),
+        "k0_error_pct": {str(p[2]): chosen[p] for p in chosen if p[0] == "none"},
+        "simulation": {"iterations": ITERATIONS, "seed": SEED, "warps_per_scheduler": WARPS_PER_SCHEDULER},
+        "grid": grid, "points": [row(p) for p in chosen],
+    }
+
+
+def load(path: Path = RESULT) -> dict | None:
+    """The committed derivation, or None."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--write-sass" in argv:
+        print(write_sass().relative_to(REPO))
+    rec = derive()
+    RESULT.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+    print(f"{RESULT.relative_to(REPO)}: hmma_issue_cycles {rec['hmma_issue_cycles']}, tensor_issue_steal "
+          f"{rec['tensor_issue_steal']}; fit MAE {rec['fit_mae_pct']:.2f} % (without {rec['without_fit_mae_pct']:.2f}), "
+          f"held-out MAE {rec['held_out_mae_pct']:.2f} % (without {rec['without_held_out_mae_pct']:.2f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""The HMMA issue interplay (analysis/gap/interplay.py): the scheduler on the mma_mix
+microbenchmark's own SASS against its measured rates, recomputed from the raw records."""
+import dataclasses
+import json
+import math
+
+import pytest
+
+from flashprof.analysis.gap import interplay
+from flashprof.analysis.gap.constants import machine
+from flashprof.analysis.stages.mma_mix import load_records, mix_frame
+from flashprof.analysis.gap.data import REPO
+
+RAW = REPO / "reports" / "h200" / "mma_mix" / "mma_mix.raw.jsonl"
+CEIL = REPO / "reports" / "h200" / "ceilings.json"
+
+
+@pytest.fixture(scope="module")
+def pts():
+    return interplay.points()
+
+
+@pytest.fixture(scope="module")
+def meas():
+    """Measured HMMA/clk/SM per point, from the raw benchmark records (not the CSV)."""
+    peaks = {m["name"]: m["value"] for m in json.loads(CEIL.read_text())["measurements"] if m["kind"] == "throughput"}
+    df = mix_frame(load_records(RAW), peaks)
+    return {(r.kind, int(r.k), bool(r.reuse)): float(r.hmma_per_clk_sm) for r in df.itertuples()}
+
+
+def _bare():
+    return dataclasses.replace(machine("h200_sxm"), hmma_issue_cycles=1.0, tensor_issue_steal=0.0)
+
+
+def test_the_csv_the_model_reads_is_the_raw_records(meas):
+    assert interplay.measured() == pytest.approx(meas, rel=1e-5)  # the CSV keeps 6 digits
+
+
+def test_a_fractional_pipe_interval_keeps_its_rate(pts, meas):
+    # The H200's measured HMMA interval is 6.0004 cycles: rounded up per instruction it ran
+    # at 7 (0.571 HMMA/clk/SM on the benchmark's pure-HMMA loop, 11 % under the measured 0.645).
+    m = _bare()
+    bound = 4 / m.hmma_interval
+    r = interplay.rate(pts[("none", 0, True)], m)
+    assert r == pytest.approx(bound, rel=0.03)  # the loop's own NOP / BRA / counter cost the rest
+    assert abs(r / meas[("none", 0, True)] - 1) < 0.03
+
+
+def test_the_xu_pipe_keeps_its_measured_rate(pts):
+    # eight MUFU.EX2 per HMMA: bound by the XU pipe at 16 op/clk/SM (8.0001 cycles a warp)
+    m = _bare()
+    r = interplay.rate(pts[("ex2", 8, True)], m)
+    assert r == pytest.approx(4 / (8 * m.mufu_interval), rel=0.02)
+
+
+HELD_OUT = (("imad", 2, True), ("imad", 8, True), ("ex2", 1, True), ("ffma", 4, False), ("ffma", 8, False))
+
+
+def test_the_costs_predict_points_they_were_not_chosen_on(pts, meas):
+    rec = interplay.load()
+    assert rec is not None and rec["hmma_issue_cycles"] > 1 and rec["tensor_issue_steal"] > 0
+    with_ = interplay.with_costs(_bare(), rec["hmma_issue_cycles"], rec["tensor_issue_steal"])
+    err = lambda m, p: abs(interplay.rate(pts[p], m) / meas[p] - 1)
+    assert not any(interplay.in_fit(p) for p in HELD_OUT)
+    e_with = [err(with_, p) for p in HELD_OUT]
+    e_without = [err(_bare(), p) for p in HELD_OUT]
+    assert max(e_with) < 0.07
+    assert sum(e_with) < sum(e_without) / 2
+
+
+def test_the_record_matches_a_recomputation(pts, meas):
+    rec = interplay.load()
+    m = interplay.with_costs(_bare(), rec["hmma_issue_cycles"], rec["tensor_issue_steal"])
+    by = {(p["kind"], p["k"], p["reuse"]): p for p in rec["points"]}
+    for p in (("ffma", 4, True), ("imad", 4, True)):
+        assert by[p]["error_pct"] == pytest.approx(100 * (interplay.rate(pts[p], m) / meas[p] - 1), abs=0.01)
+    best = min(rec["grid"], key=lambda g: g["fit_mae_pct"])
+    assert (best["hmma_issue_cycles"], best["tensor_issue_steal"]) == (rec["hmma_issue_cycles"], rec["tensor_issue_steal"])
+    assert {p["set"] for p in rec["points"]} == {"fit", "held-out"}
+    assert sum(p["set"] == "fit" for p in rec["points"]) == 6
+
+
+def test_the_h200_machine_reads_them_and_other_gpus_do_not():
+    rec = interplay.load()
+    h = machine("h200_sxm")
+    assert (h.hmma_issue_cycles, h.tensor_issue_steal) == (rec["hmma_issue_cycles"], rec["tensor_issue_steal"])
+    assert h.sources["tensor_issue_steal"].startswith("measured")
+    assert h.wgmma_issue_steal == 0.0  # nothing measured beside HGMMA
+    a = machine("a100_80gb")
+    assert (a.hmma_issue_cycles, a.tensor_issue_steal) == (1.0, 0.0)
+    none = machine("h200_sxm", interplay=None)
+    assert (none.hmma_issue_cycles, none.tensor_issue_steal) == (1.0, 0.0)
+
+
+def test_the_dispatch_hold_shows_as_dispatch_stalls(pts):
+    rec = interplay.load()
+    m = interplay.with_costs(_bare(), rec["hmma_issue_cycles"], rec["tensor_issue_steal"])
+    from flashprof.analysis.gap.scheduler import simulate
+    r = simulate(list(pts[("ffma", 8, True)]), m, 1, 16, iterations=3, seed=1)
+    assert r["warps_per_issue"].get("dispatch", 0) > 0.05
+    r0 = simulate(list(pts[("ffma", 8, True)]), _bare(), 1, 16, iterations=3, seed=1)
+    assert "dispatch" not in r0["warps_per_issue"]
+    assert not math.isnan(r["cycles_per_iter"])
