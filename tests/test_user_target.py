@@ -279,3 +279,22 @@ def test_source_info_git_state(tmp_path):
                      "file_modified": False, "path_in_repo": "src/k.py"}
     f.write_text(f.read_text() + "# edited\n")
     assert source_info(fn, us)["git"]["file_modified"] is True
+
+
+# ------------------------------------------------------------------ fixed head count
+def test_a_declared_head_count_reaches_the_bench_gate_through_the_adapter(tmp_path):
+    from flashprof.profiling.user_target import fixed_heads
+
+    f = tmp_path / "fixed.py"
+    f.write_text(textwrap.dedent("""
+        def k16(q, k, v):
+            return q
+        k16.heads = 16
+        def free(q, k, v):
+            return q
+        def odd(q, k, v):
+            return q
+        odd.heads = True
+    """))
+    got = {n: fixed_heads(resolve(f"{f}:{n}").user_fn) for n in ("k16", "free", "odd")}
+    assert got == {"k16": 16, "free": None, "odd": None}  # a bool is no head count

@@ -69,6 +69,7 @@ def run_bench(names, seqs, dtype, reps, warmup, gate=True, progress=print, gpu_s
 
     from flashprof.profiling.correctness import require
     from flashprof.profiling.targets import resolve
+    from flashprof.profiling.user_target import fixed_heads
 
     flush = l2_flush_buffer()
     targets = [resolve(n, gpu=gpu_slug) for n in names]
@@ -82,7 +83,8 @@ def run_bench(names, seqs, dtype, reps, warmup, gate=True, progress=print, gpu_s
             fns[key] = t.callable()
         if gate and key not in gated:
             gate_seq = 1024 if t.config is None or 1024 % t.config.seq_multiple() == 0 else t.config.seq_multiple()
-            require(fns[key], Shape(2, gate_seq, 4), dtype, t.title + (f" ({key})" if t.config else ""))
+            heads = (fixed_heads(t.user_fn) if t.user_fn is not None else None) or 4
+            require(fns[key], Shape(2, gate_seq, heads), dtype, t.title + (f" ({key})" if t.config else ""))
             gated.add(key)
         return fns[key]
 

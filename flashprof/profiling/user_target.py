@@ -7,6 +7,8 @@ suite's tensors: (batch, seq, heads, d) contiguous, the output the same shape an
 A function that works in (batch, heads, seq, d) sets ``fn.layout = "bhsd"``; it then gets
 zero-copy transposed views of the same memory (as PyTorch SDPA does in the references) and
 its output is read back through the inverse view, so the adapter itself launches nothing.
+A kernel built for one head count only (a compile-time stride, as the series' kernel 16 has)
+sets ``fn.heads = N``: ``make bench`` then gates it at N heads instead of its small gate shape.
 
 Loading (file, function, signature, layout) needs no GPU, so those mistakes are reported
 before "no GPU"; wrong outputs, exceptions and launch counts are checked on the GPU.
@@ -210,3 +212,9 @@ def git_state(path: Path) -> dict | None:
     return {"repository": top, "revision": git("rev-parse", "HEAD"), "tracked": tracked,
             "file_modified": bool(status) if tracked else None,
             "path_in_repo": str(path.relative_to(Path(top).resolve())) if tracked else None}
+
+
+def fixed_heads(fn) -> int | None:
+    """The head count a user function declares it is limited to (``fn.heads``), or None."""
+    h = getattr(getattr(fn, "wrapped", fn), "heads", None)
+    return h if isinstance(h, int) and not isinstance(h, bool) and h > 0 else None
