@@ -1,0 +1,118 @@
+"""The series' kernels on the H200 (issue 31): reports, SASS and the model's comparison.
+
+Expected values come from the raw Nsight Compute metrics (ncu_report, inside the test) and
+from the SASS and ptxas logs themselves, not from what series_measured prints."""
+import json
+import math
+import re
+
+import pytest
+
+from flashprof.analysis.gap import series_measured as sm
+from flashprof.analysis.gap.controls import parse
+from flashprof.analysis.gap.data import REPO
+from flashprof.analysis.gap.scheduler import flop_per_warp
+
+FOLDER = REPO / "reports" / "h200" / "series"
+SASS = REPO / "reports" / "sass" / "series" / "h200"
+RESULT = REPO / "reports" / "gap" / "series_h200.json"
+pytestmark = pytest.mark.skipif(not FOLDER.is_dir(), reason="no reports/h200/series in this checkout")
+
+
+def _raw(path, name):
+    import ncu_report
+
+    ctx = ncu_report.load_report(str(path))
+    rng = ctx.range_by_idx(0)
+    assert rng.num_actions() == 1
+    return rng.action_by_idx(0).metric_by_name(name).as_double()
+
+
+def test_every_report_has_a_sidecar_at_the_series_shape():
+    reps = sorted(FOLDER.glob("*.ncu-rep"))
+    assert len(reps) >= 17  # kernels 1-7, the A100 configs of 8-16, FA2
+    for p in reps:
+        side = json.loads(p.with_suffix(".json").read_text())
+        assert side["shape"] == {"batch": 16, "seq": 4096, "heads": 16, "d_head": 128}
+        assert side["correctness"]["ok"] is True
+        assert "H200" in side["gpu"]["name"]
+
+
+@pytest.fixture(scope="module")
+def result():
+    if not RESULT.is_file():
+        pytest.skip("no reports/gap/series_h200.json")
+    return json.loads(RESULT.read_text())
+
+
+def test_measured_pct_is_fa2_cycles_over_the_kernels_from_the_raw_metric(result):
+    ref = _raw(FOLDER / "ref.ncu-rep", "sm__cycles_elapsed.avg")
+    rows = {r["listing"]: r for r in result[0]["rows"]}
+    for fn, listing in (("k1", "1"), ("k7", "7_64_64_swizzling"), ("k16_A100", "16_A100")):
+        k = _raw(FOLDER / f"series_targets-{fn}.ncu-rep", "sm__cycles_elapsed.avg")
+        assert rows[listing]["measured_pct"] == pytest.approx(100 * ref / k, rel=1e-9)
+
+
+def test_the_conflict_factor_is_each_reports_own(result):
+    rows = {r["listing"]: r for r in result[0]["rows"]}
+    p = FOLDER / "series_targets-k1.ncu-rep"
+    wf = _raw(p, "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum")
+    bc = _raw(p, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum")
+    assert rows["1"]["conflict"] == pytest.approx(wf / (wf - bc), rel=1e-9)
+    assert rows["1"]["conflict"] > 4  # kernel 1 is unswizzled
+    assert rows["16_A100"]["conflict"] < 1.01  # swizzled
+
+
+def test_imported_sass_headers_match_the_ptxas_logs_and_the_loop_does_the_tiles_work():
+    cfgs = sm.configs()
+    files = sorted(SASS.glob("*_sm_90.sass"))
+    assert len(files) == 25
+    for f in files:
+        listing = f.name[: -len("_sm_90.sass")]
+        text = f.read_text()
+        regs = int(re.search(r"^# registers: (\d+)", text, re.M).group(1))
+        assert regs == int(re.search(r"Used (\d+) registers", f.with_suffix(".ptxas").read_text()).group(1))
+        c = cfgs[listing]
+        code = sm.series_code(listing, "h200")
+        assert (code.B_r, code.B_c, code.warps) == (c["B_r"], c["B_c"], c["warps"])
+        # one pass of the KV loop per warp x warps = 4 B_r B_c d FLOP (or a whole multiple, if unrolled)
+        per_pass = sum(flop_per_warp(i) for i in code.body) * c["warps"] / (4 * c["B_r"] * c["B_c"] * 128)
+        assert per_pass == pytest.approx(round(per_pass)) and per_pass >= 1
+        fns = parse(text)
+        assert len(fns) == 1 and "flash_forward_kernel" in next(iter(fns))
+
+
+def test_spearman_against_an_independent_rank_correlation():
+    import pandas as pd
+
+    xs, ys = [3.0, 1.0, 2.0, 2.0, 5.0], [1.0, 0.5, 4.0, 3.0, 9.0]
+    # Spearman = Pearson of the average ranks (pandas ranks ties by their mean, as the definition does)
+    assert sm.spearman(xs, ys) == pytest.approx(pd.Series(xs).rank().corr(pd.Series(ys).rank()))
+
+
+def test_skill_recomputed_from_the_rows(result):
+    for res in result:
+        rows = [r for r in res["rows"] if r["listing"] != "ref"]
+        a = next(s for s in res["skill"] if s["tiles"] == "A100")
+        sel = [r for r in rows if r["kernel"] >= 2 and not r["listing"].endswith("_RTX3090")]
+        assert a["n"] == len(sel)
+        assert a["mae_pp"] == pytest.approx(sum(abs(r["predicted_pct"] - r["measured_pct"]) for r in sel) / len(sel))
+        assert a["baseline_100_mae_pp"] == pytest.approx(sum(abs(100 - r["measured_pct"]) for r in sel) / len(sel))
+
+
+@pytest.mark.slow
+def test_the_committed_predictions_are_reproduced(result):
+    """Kernel 16 (A100 config) and FA2, re-simulated now with the committed seeds."""
+    from flashprof.analysis.gap import issue_report as ir
+    from flashprof.analysis.gap.constants import machine
+    from flashprof.analysis.gap.loops import fa2_loop
+
+    res = result[0]
+    assert res["interplay"] is True
+    rows = {r["listing"]: r for r in res["rows"]}
+    m = machine("h200_sxm")
+    seeds = tuple(res["seeds"])
+    ref = ir.kernel_time(fa2_loop("sm_90"), m, rows["ref"]["conflict"], seeds)
+    k = ir.kernel_time(sm.series_code("16_A100", "h200"), m, rows["16_A100"]["conflict"], seeds)
+    assert rows["16_A100"]["predicted_pct"] == pytest.approx(100 * ref["pred_cycles"] / k["pred_cycles"], rel=1e-9)
+    assert not math.isnan(rows["16_A100"]["sd_pp"])
