@@ -24,13 +24,17 @@ CEILINGS = REPO / SHIPPED.reports / "ceilings.json"
 # The HMMA issue interplay derived from the mma_mix microbenchmark (analysis/gap/interplay.py).
 INTERPLAY = REPO / SHIPPED.reports / "mma_mix" / "interplay.json"
 _INTERPLAY_FIELDS = ("hmma_issue_cycles", "tensor_issue_steal")
+# The GPUs the measured interplay applies to: every mma.sync architecture the model runs.
+# Measured on the H200 (GH100); on GA100 / GA102 it is the hypothesis of issue 31 (the same
+# sub-partition issue path around HMMA), applied unchanged, never fitted to their numbers.
+INTERPLAY_ARCHS = ("sm_80", "sm_86", "sm_90")
 SUBPARTITIONS = 4  # cuda_pg_cc: 4 warp schedulers per SM
 FLOP_PER_HMMA = 2 * 16 * 8 * 16
 # Constants that are assumptions or simulator settings (not measurements) on the A100 /
 # GA102, plus the L2 hit latency (near vs far partition); the sensitivity table varies each
 # by +-20 %. The L1 latency and the L2 bandwidth are measured (gpus.json sources).
 SENSITIVE = ("smem_latency", "l2_latency", "mufu_latency", "barrier_latency", "mio_queue_depth",
-             "lsu_per_clk_sm")
+             "lsu_per_clk_sm", "hmma_issue_cycles", "tensor_issue_steal")
 # ceilings.json latency names -> Machine fields (cycles). cp_async_wait is a 16-byte
 # cp.async from L2 + commit + wait_group 0 (kernels/ceilings/latency.cuh): the LDGSTS
 # completion the scheduler charges as ``l2_latency``.
@@ -186,8 +190,8 @@ def machine(gpu_key: str, gpus: dict | None = None, ceilings: Path | None = CEIL
     )
     if g["arch"] == "sm_90" and ceilings is not None and Path(ceilings).is_file():
         fields.update(_measured(Path(ceilings), fields["sources"]))
-    if g["arch"] == "sm_90" and interplay is not None and Path(interplay).is_file():
-        fields.update(_interplay(Path(interplay), fields["sources"]))
+    if g["arch"] in INTERPLAY_ARCHS and interplay is not None and Path(interplay).is_file():
+        fields.update(_interplay(Path(interplay), fields["sources"], None if g["arch"] == "sm_90" else g["name"]))
     read = {n: g[n].get("source") if isinstance(g[n], dict) else None for n in READ}
     read.update(fields["sources"])
     fields["fitted"] = tuple(sorted(n for n, src in read.items() if not traceable(src, gpus.get("sources", {}))))
@@ -218,8 +222,9 @@ def _measured(path: Path, sources: dict) -> dict:
     return out
 
 
-def _interplay(path: Path, sources: dict) -> dict:
-    """hmma_issue_cycles and tensor_issue_steal as derived from the mma_mix microbenchmark."""
+def _interplay(path: Path, sources: dict, assumed_for: str | None = None) -> dict:
+    """hmma_issue_cycles and tensor_issue_steal as derived from the mma_mix microbenchmark;
+    ``assumed_for``: the GPU they are carried to unmeasured (its source says so)."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -230,7 +235,9 @@ def _interplay(path: Path, sources: dict) -> dict:
         if isinstance(v, (int, float)) and math.isfinite(v) and v >= 0:
             out[name] = float(v)
             sources[name] = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (ceilings mix, "
-                             f"held-out error {data.get('held_out_mae_pct', float('nan')):.1f} %) = {v:g}")
+                             f"held-out error {data.get('held_out_mae_pct', float('nan')):.1f} %) = {v:g}"
+                             + (f"; on the H200, assumed unchanged for the {assumed_for} (not measured there)"
+                                if assumed_for else ""))
     return out
 
 

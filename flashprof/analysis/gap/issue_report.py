@@ -563,9 +563,11 @@ def limitations(recs: list[dict]) -> list[str]:
         "Nsight Compute's 'barrier', where its PC sampling puts it); 7mma is its mma.sync form. The HGMMA's "
         "shared-memory operand reads share the 128 B/clk data path with the other shared-memory traffic "
         "(an assumption: wgmma_smem_share in the sensitivity of the what-if). The A100 / RTX 3090 rows have no HGMMA.",
-        "Not modelled: Nsight Compute's dispatch_stall (0.12-0.34 warps per issue on the H200 kernels, about "
-        "5 % of their stall cycles; register-bank / dispatch conflicts). With the H200 latencies and rates "
-        "measured by make ceilings (reports/h200/ceilings.json) the H200 cycles are within -4 to +6 %.",
+        "The issue cost around HMMA (an HMMA holds its sub-partition's dispatch hmma_issue_cycles; each other "
+        "instruction issued beside a busy tensor pipe holds it tensor_issue_steal longer) is measured on the H200 "
+        "(make ceilings' mix, reports/h200/mma_mix/interplay.json) and carried unchanged to the A100 and the "
+        "RTX 3090 (not measured there; both constants in the sensitivity table). Not modelled: what else "
+        "Nsight Compute counts as dispatch_stall (register-bank conflicts), instruction fetch, the yield bit.",
         "Loop bodies run straight-line: forward branches inside the KV loop fall through, a predicated CALL "
         "(kernels 13-16: a slow path) is not followed; an out-of-line block the loop branches to and returns "
         "from (FA2's next-K cp.async block) is spliced in (loops.with_out_of_line, series files only). "
