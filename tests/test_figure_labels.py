@@ -65,11 +65,12 @@ def test_foreign_folder_draws_only_what_applies_and_indexes_it(tmp_path):
     assert res.returncode == 0, res.stderr
     pngs = {p.name for p in out.glob("*.png")}
     series = [n for n, s in figures.FIGURES.items() if s.series]
-    assert set(series) == {"progression", "sass_mix", "autotune", "gap", "gpu_ceilings", "pipe_shares", "hopper_steps"}
+    assert set(series) == {"progression", "sass_mix", "autotune", "gap", "gpu_ceilings", "pipe_shares", "hopper_steps",
+                           "series_here"}
     for name in series:  # each kernel-series figure says why it is left out
         assert f"{name}" in res.stdout and "holds none of their reports" in res.stdout
     assert not pngs & {"progression.png", "gap.png", "gpu_ceilings.png", "pipe_shares.png", "sass_mix.png",
-                       "hopper_steps.png"}
+                       "hopper_steps.png", "series_a10.png"}
     assert {"stalls.png", "pipes.png", "bank_conflicts.png"} <= pngs
     index = (out / "index.md").read_text()
     listed = {ln.split("](", 1)[0][3:] for ln in index.splitlines() if ln.startswith("- [")}

@@ -82,14 +82,6 @@ def test_imported_sass_headers_match_the_ptxas_logs_and_the_loop_does_the_tiles_
         assert len(fns) == 1 and "flash_forward_kernel" in next(iter(fns))
 
 
-def test_spearman_against_an_independent_rank_correlation():
-    import pandas as pd
-
-    xs, ys = [3.0, 1.0, 2.0, 2.0, 5.0], [1.0, 0.5, 4.0, 3.0, 9.0]
-    # Spearman = Pearson of the average ranks (pandas ranks ties by their mean, as the definition does)
-    assert sm.spearman(xs, ys) == pytest.approx(pd.Series(xs).rank().corr(pd.Series(ys).rank()))
-
-
 def test_skill_recomputed_from_the_rows(result):
     for res in result:
         rows = [r for r in res["rows"] if r["listing"] != "ref"]
@@ -98,6 +90,11 @@ def test_skill_recomputed_from_the_rows(result):
         assert a["n"] == len(sel)
         assert a["mae_pp"] == pytest.approx(sum(abs(r["predicted_pct"] - r["measured_pct"]) for r in sel) / len(sel))
         assert a["baseline_100_mae_pp"] == pytest.approx(sum(abs(100 - r["measured_pct"]) for r in sel) / len(sel))
+        # Spearman = Pearson of the average ranks, computed here with pandas
+        import pandas as pd
+        ranks = lambda xs: pd.Series(xs).rank()
+        rho = ranks([r["predicted_pct"] for r in sel]).corr(ranks([r["measured_pct"] for r in sel]))
+        assert a["spearman"] == pytest.approx(rho)
 
 
 @pytest.mark.slow
@@ -116,3 +113,28 @@ def test_the_committed_predictions_are_reproduced(result):
     k = ir.kernel_time(sm.series_code("16_A100", "h200"), m, rows["16_A100"]["conflict"], seeds)
     assert rows["16_A100"]["predicted_pct"] == pytest.approx(100 * ref["pred_cycles"] / k["pred_cycles"], rel=1e-9)
     assert not math.isnan(rows["16_A100"]["sd_pp"])
+
+
+def test_the_figure_draws_the_committed_rows_and_the_published_steps(result):
+    """figures/series_h200.png: measured bars and predicted dots are the committed rows; the
+    crosses are the A100's published % of FA2 read from published.json here."""
+    from matplotlib.patches import Rectangle
+
+    from flashprof.analysis.charts.gap_charts import plot_series_here
+    from flashprof.analysis.gap.data import PUBLISHED_FILE
+
+    pub = json.loads(PUBLISHED_FILE.read_text())["gpus"]
+    a100 = next(g["pct_of_fa2"] for k, g in pub.items() if "a100" in k.lower())
+    published = {int(k): v["seq_4096"] for k, v in a100.items() if k.isdigit()}
+    on, off = result
+    fig = plot_series_here(on, off, published, title="t")
+    ax = fig.axes[0]
+    bars = [a.get_height() for a in ax.get_children() if isinstance(a, Rectangle) and a.get_gid() == "series_here:obs"]
+    rows = [r for r in on["rows"] if r["listing"] != "ref"] + [r for r in on["rows"] if r["listing"] == "ref"]
+    assert bars == pytest.approx([r["measured_pct"] for r in rows])
+    crosses = next(line for line in ax.get_lines() if line.get_gid() == "series_here:published")
+    assert list(crosses.get_ydata()) == pytest.approx([published[r["kernel"]] for r in rows if r["kernel"] in published])
+    cyc = [a.get_height() for a in fig.axes[1].get_children()
+           if isinstance(a, Rectangle) and a.get_gid() == "series_here:cycles"]
+    assert cyc == pytest.approx([1 + r["cycles_error_pct"] / 100 for r in rows])
+    assert max(cyc) < fig.axes[1].get_ylim()[1] and min(cyc) > fig.axes[1].get_ylim()[0]

@@ -229,3 +229,61 @@ def plot_issue_gap(records: list[dict], title: str | None = None, subtitle: str 
         ax.set_xlabel("kernel")
     fig.tight_layout()
     return _with_titles(fig, title, subtitle)
+
+
+def plot_series_here(on: dict, off: dict, published: dict | None = None, title: str | None = None,
+                     subtitle: str | None = None) -> Figure:
+    """The series' own binaries measured on a GPU at hand (analysis/gap/series_measured.py):
+    left, % of FA2 per kernel (bars: measured; filled dots: the model with the measured HMMA
+    interplay, sd as error bars; hollow: without it; crosses: another GPU's published value of
+    the same step, ``published`` = {kernel number: %}); right, predicted / measured SM cycles
+    with and without the interplay. gids ``series_here:<obs|pred|pred_off|published|cycles|cycles_off>``."""
+    rows = [r for r in on["rows"] if r["listing"] != "ref"] + [r for r in on["rows"] if r["listing"] == "ref"]
+    off_by = {r["listing"]: r for r in off["rows"]}
+    key = on.get("gpu_key", "")
+    x = np.arange(len(rows))
+    labels = ["FA2" if r["listing"] == "ref" else r["listing"].replace("_64_64_swizzling", "").replace("_A100", "")
+              .replace("_RTX3090", "r") for r in rows]
+    fig = Figure(figsize=(13.2, 4.2))
+    a1, a2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
+    obs = [r["measured_pct"] for r in rows]
+    pred = [r["predicted_pct"] for r in rows]
+    sd = [0.0 if _nan(r.get("sd_pp")) else r["sd_pp"] for r in rows]
+    a1.bar(x, obs, color=_color(key), alpha=0.3, label="measured (ncu cycles)", gid="series_here:obs")
+    eb = a1.errorbar(x, pred, yerr=sd, fmt="o", ms=5, color=_color(key), capsize=2, lw=1,
+                     label="model, with the HMMA interplay")
+    eb.lines[0].set_gid("series_here:pred")
+    a1.plot(x + 0.25, [off_by[r["listing"]]["predicted_pct"] for r in rows], "o", mfc="none", mec="#333333", ms=5,
+            label="model, without it", gid="series_here:pred_off")
+    if published:
+        px = [(i, published.get(r["kernel"])) for i, r in enumerate(rows) if published.get(r["kernel"]) is not None]
+        a1.plot([p[0] for p in px], [p[1] for p in px], "x", color="#1f77b4", ms=6, mew=1.5,
+                label="A100 published (same step)", gid="series_here:published")
+    for xi, (o, p) in enumerate(zip(obs, pred)):
+        if rows[xi]["listing"] != "ref":
+            a1.annotate(f"{p - o:+.0f}", (xi, max(o, p) + 2), textcoords="offset points", xytext=(0, 2),
+                        ha="center", fontsize=7)
+    a1.axhline(100, color="#555555", lw=0.8, ls="--")
+    a1.set_ylim(0, 10 * math.ceil((max(obs + pred) + 22) / 10))
+    a1.set_ylabel(f"% of FlashAttention-2 (same {on['gpu'].upper()})")
+    a1.set_title("% of FA2 per kernel (labels: predicted \u2212 measured, pp)", fontsize=9)
+    a1.legend(fontsize=7, loc="upper left", ncol=2, framealpha=0.9)
+    a1.set_xticks(x, labels, fontsize=8)
+    a1.set_xlabel("series kernel (A100 configuration from 8 on)")
+    w = 0.38
+    c_on = [1 + r["cycles_error_pct"] / 100 for r in rows]
+    c_off = [1 + off_by[r["listing"]]["cycles_error_pct"] / 100 for r in rows]
+    a2.bar(x - w / 2, c_on, w, color=_color(key), alpha=0.8, label="with the interplay", gid="series_here:cycles")
+    a2.bar(x + w / 2, c_off, w, color="#bbbbbb", label="without", gid="series_here:cycles_off")
+    a2.axhline(1.0, color="#555555", lw=0.8, ls="--")
+    lo, hi = min(c_on + c_off), max(c_on + c_off)
+    a2.set_ylim(min(0.8, lo - 0.03), max(1.15, hi + 0.03))
+    mape = lambda cs: 100 * sum(abs(c - 1) for c in cs) / len(cs)
+    a2.set_title(f"predicted / measured SM cycles (MAPE {mape(c_on):.1f} % with, {mape(c_off):.1f} % without)",
+                 fontsize=9)
+    a2.set_ylabel("predicted / measured SM cycles")
+    a2.set_xticks(x, labels, fontsize=8)
+    a2.set_xlabel("series kernel")
+    a2.legend(fontsize=7, loc="upper left", framealpha=0.9)
+    fig.tight_layout()
+    return _with_titles(fig, title, subtitle)

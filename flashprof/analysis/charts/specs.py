@@ -302,6 +302,39 @@ def _gap(inp: Inputs):
              "its mma.sync form (7mma, reports/h200/kernel7mma), the kernel 7 of the A100 / RTX 3090 panels")]
 
 
+def _series_here(inp: Inputs):
+    """The series' own binaries profiled on this folder's GPU (reports/gap/series_<folder>.json,
+    analysis/gap/series_measured.py --write)."""
+    from flashprof.paths import ROOT
+
+    p = ROOT / "reports" / "gap" / f"series_{inp.reports_dir.name}.json"
+    if not p.is_file():
+        raise Skip(f"{p} not found (python -m flashprof.analysis.gap.series_measured --write)")
+    try:
+        on, off = json.loads(p.read_text())[:2]
+    except (ValueError, TypeError) as exc:
+        raise FiguresError(f"{p}: not the series_measured result ({exc})") from None
+    from flashprof.analysis.charts import gap_charts as gap_plots
+    from flashprof.analysis.gap.data import load_published
+
+    from flashprof.analysis.gap.issue_report import A100, PUBLISHED_KEY
+
+    pub = load_published()["gpus"][PUBLISHED_KEY[A100]]["pct_of_fa2"]
+    published = {int(k): v["seq_4096"] for k, v in pub.items() if k.isdigit() and v.get("seq_4096") is not None}
+    clocks = [r["clock_ghz"] for r in on["rows"] if r.get("clock_ghz")]
+    gpu = on["gpu"].upper()
+    title = (f"The series' kernels 1\u201316 built for sm_90 from their own source, on the {gpu}: measured vs the "
+             "issue model on the binaries that ran")
+    sub = (f"B16 H16 S4096 d128 fp16, non-causal; Nsight Compute --set full, SM cycles; FA2 = PyTorch SDPA flash backend "
+           f"profiled in the same run; SM clock under the profiler {min(clocks):.2f}\u2013{max(clocks):.2f} GHz (not locked)"
+           if clocks else "B16 H16 S4096 d128 fp16; Nsight Compute SM cycles; FA2 = SDPA flash backend, same run")
+    sub += (f"; the model: each kernel's own SASS and bank-conflict factor, seeds {on.get('seeds')}; crosses: the "
+            f"A100's published % of FA2 for the same step (sonnyli/flash_attention_from_scratch). Data: {p.name}")
+    return [(f"series_{inp.reports_dir.name}.png",
+             lambda: gap_plots.plot_series_here(on, off, published, title=title, subtitle=sub),
+             f"the series' kernels 1-16 measured on the {gpu} vs the issue model with and without the HMMA interplay")]
+
+
 def _gpu_ceilings(inp: Inputs):
     g = _gap_frames(inp)
     from flashprof.analysis.charts import gap_charts as gap_plots
@@ -473,6 +506,8 @@ FIGURES: dict[str, FigureSpec] = {s.name: s for s in (
                series=True),
     FigureSpec("gap", _gap, "% of FA2 per kernel: published A100/3090 + measured H200 vs the issue model "
                "(reports/gap/issue_model.json)", series_report, series=True, needs=("gap_issue",)),
+    FigureSpec("series_here", _series_here, "the series' own binaries on this GPU: measured vs the issue model "
+               "(reports/gap/series_<folder>.json)", no_report, series=True),
     FigureSpec("gpu_ceilings", _gpu_ceilings, "three-GPU roofline ceilings (flashprof.analysis.gap)",
                first_series_launch_per_gpu, series=True, needs=("gap",)),
     FigureSpec("pipe_shares", _pipe_shares, "kernel-7 pipe time shares per GPU (flashprof.analysis.gap)",

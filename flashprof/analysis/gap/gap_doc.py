@@ -2,7 +2,8 @@
 
 Inputs: ``reports/gap/issue_model.json`` (the issue model's records), and where present
 ``reports/gap/whatif.json`` (``flashprof gap --what-if --format json``) and
-``reports/sass/autotune_wgmma_issue_model.csv`` (``autotune_check --wgmma``). Output: the
+``reports/sass/autotune_wgmma_issue_model.csv`` (``autotune_check --wgmma``) and
+``reports/gap/series_h200.json`` (``series_measured --write``). Output: the
 page text. ``python -m flashprof.analysis.gap.gap_doc`` writes it; a test checks that the
 committed page is what this renders from the committed data.
 
@@ -21,11 +22,13 @@ import pandas as pd
 
 from flashprof.analysis.gap.data import REF, REPO
 from flashprof.analysis.gap import frozen
-from flashprof.analysis.gap.issue_report import H200, PUBLISHED_KEY
+from flashprof.analysis.gap.issue_report import A100, H200, PUBLISHED_KEY
 
 PAGE = REPO / "docs" / "GAP.md"
 WHATIF = frozen.DIR / "whatif.json"
 WGMMA_CHECK = REPO / "reports" / "sass" / "autotune_wgmma_issue_model.csv"
+# The series' binaries measured on the shipped GPU (analysis/gap/series_measured.py --write).
+SERIES_HERE = frozen.DIR / "series_h200.json"
 SERIES_GPUS = tuple(PUBLISHED_KEY)  # the GPUs with published numbers (model keys, kernels/gpus.py)
 
 
@@ -67,7 +70,8 @@ def _mae(errs) -> float:
     return sum(e) / len(e) if e else math.nan
 
 
-def render(recs: list[dict], whatif: list[dict] | None = None, wgmma_check: pd.DataFrame | None = None) -> str:
+def render(recs: list[dict], whatif: list[dict] | None = None, wgmma_check: pd.DataFrame | None = None,
+           series_here: list[dict] | None = None) -> str:
     rows = [r for r in recs if r["kind"] == "row" and r.get("seq", 4096) == 4096]
     summ = {(r["gpu_key"], r["binary"]): r for r in recs if r["kind"] == "summary"}
     out = ["# Why the same code trails FA2 more on an A100 than on an RTX 3090, and where the H200 kernels lose time",
@@ -102,8 +106,11 @@ def render(recs: list[dict], whatif: list[dict] | None = None, wgmma_check: pd.D
                    f"{_f(sk['all100_mae'])} pp, every kernel at the published mean → {_f(sk['mean_mae'])} pp "
                    f"(no rank skill). {'Better' if better else 'Not better'} than the trivial baselines in MAE"
                    + (f"; all 16 kernels MAE {_f(s.get('mae_pp'))} ± {_f(s.get('mae_sd_pp'))} pp (seed spread)." if s else "."))
+    if series_here:
+        out.append(_series_here_verdict(series_here))
     out.append("")
     # ---- per-kernel tables
+    out += _series_here_table(series_here, rows) if series_here else []
     for key in SERIES_GPUS:
         sub = sorted((r for r in rows if r["gpu_key"] == key and r["binary"] == "series" and r["target"] != REF),
                      key=lambda r: int(r["target"]))
@@ -177,6 +184,54 @@ def render(recs: list[dict], whatif: list[dict] | None = None, wgmma_check: pd.D
     return "\n".join(out) + "\n"
 
 
+def _series_here_verdict(res: list[dict]) -> str:
+    """One verdict line: the series' own binaries measured on a GPU at hand (series_measured)."""
+    from flashprof.analysis.gap.series_measured import published_tag
+
+    on, off = res[0], res[1]
+    a, a0 = published_tag(on), published_tag(off)
+    rows = {r["listing"]: r for r in on["rows"]}
+    cyc = lambda r: sum(abs(x["cycles_error_pct"]) for x in r["rows"]) / len(r["rows"])
+    k16, ref = rows.get("16_A100"), rows.get(REF)
+    top = lambda d: ", ".join(k for k, _ in sorted(d.items(), key=lambda kv: -(kv[1] if not _nan(kv[1]) else -1))[:2])
+    return (f"- **The series' kernels 1–16 on the {on['gpu'].upper()}, measured** (their A100 configs built for sm_90 "
+            f"from the series' source, `reports/{on['gpu']}/series/`): model MAE {_f(a['mae_pp'])} pp over kernels "
+            f"2–16 (bias {_f(a['bias_pp'], '{:+.1f}')}), rank correlation {_f(a['spearman'], '{:.2f}')}; baselines "
+            f"every kernel 100 % → {_f(a['baseline_100_mae_pp'])} pp, the measured mean → "
+            f"{_f(a['baseline_mean_mae_pp'])} pp. Cycles MAPE {_f(cyc(on))} % with the measured HMMA interplay, "
+            f"{_f(cyc(off))} % without it (MAE {_f(a0['mae_pp'])} pp, rank {_f(a0['spearman'], '{:.2f}')})"
+            + (f"; top-2 stalls kernel 16 measured {top(k16['meas_stalls'])} / predicted {top(k16['pred_stalls'])}, "
+               f"FA2 measured {top(ref['meas_stalls'])} / predicted {top(ref['pred_stalls'])}." if k16 and ref else "."))
+
+
+def _series_here_table(res: list[dict], rows: list[dict]) -> list[str]:
+    """The series' binaries on the GPU at hand: measured and predicted % of FA2 per kernel,
+    beside the A100's published value for the same step."""
+    from flashprof.analysis.gap.data import load_published
+
+    on, off = res[0], res[1]
+    a100 = load_published()["gpus"][PUBLISHED_KEY[A100]]["pct_of_fa2"]
+    off_by = {r["listing"]: r for r in off["rows"]}
+    top = lambda d: ", ".join(f"{k} {v:.2f}" for k, v in sorted(d.items(), key=lambda kv: -(kv[1] if not _nan(kv[1]) else -1))[:2])
+    out = [f"## {on['gpu'].upper()}: the series' own binaries, measured here and predicted", "",
+           f"`python -m flashprof.analysis.gap.series_measured --gpu {on['gpu']} --write` → `reports/gap/series_{on['gpu']}.json`. "
+           "Measured % of FA2 = FA2's SM cycles / the kernel's (Nsight Compute, S = 4096, B = 16, H = 16, d = 128, "
+           "same run; FA2 = PyTorch's SDPA flash backend). Predicted: the issue model on the SASS of the shared "
+           "library that ran, each with the bank-conflict factor of its own report.", "",
+           f"| kernel (config) | {_name(rows, A100)} published | measured here | predicted | no interplay | cycles error | "
+           "conflicts | tensor pipe % meas / pred | stalls measured (top 2) | predicted (top 2) |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in on["rows"]:
+        k = r["listing"]
+        p = a100.get(str(r["kernel"]), {}).get("seq_4096") if r["kernel"] and not k.endswith("_RTX3090") else None
+        out.append(f"| {k} | {_f(p)} | {_f(r['measured_pct'])} | {_f(r['predicted_pct'])} | "
+                   f"{_f(off_by[k]['predicted_pct'])} | {_f(r['cycles_error_pct'], '{:+.1f}')} % | {_f(r['conflict'], '{:.2f}')} | "
+                   f"{_f(r['meas_tensor_pct'])} / {_f(r['pred_tensor_pct'])} | {top(r['meas_stalls'])} | {top(r['pred_stalls'])} |")
+    return out + ["", "Cycles error: the model's SM cycles over the report's, minus 1. The interplay (an HMMA holds its "
+                  "sub-partition's dispatch; other instructions issued beside a busy tensor pipe delay it) was chosen on "
+                  "the `ceilings mix` microbenchmark (`reports/h200/mma_mix/interplay.json`), never on these kernels.", ""]
+
+
 def _nan_for_null(v):
     """JSON null back to NaN (``flashprof gap --format json`` writes NaN as null)."""
     if v is None:
@@ -188,12 +243,13 @@ def _nan_for_null(v):
     return v
 
 
-def inputs(folder: Path | None = None) -> tuple[list[dict], list[dict] | None, pd.DataFrame | None]:
+def inputs(folder: Path | None = None) -> tuple[list[dict], list[dict] | None, pd.DataFrame | None, list | None]:
     recs, _meta = frozen.read(folder)
     wi = json.loads(WHATIF.read_text()) if WHATIF.is_file() else None
     wi = [_nan_for_null(r) for r in wi] if wi else None
     chk = pd.read_csv(WGMMA_CHECK) if WGMMA_CHECK.is_file() else None
-    return recs, wi, chk
+    here = _nan_for_null(json.loads(SERIES_HERE.read_text())) if SERIES_HERE.is_file() else None
+    return recs, wi, chk, here
 
 
 def main(argv=None) -> int:

@@ -34,10 +34,12 @@ import sys
 from pathlib import Path
 
 from flashprof.analysis.gap.data import REF, REPO
+from flashprof.kernels.gpus import GPUS, SHIPPED, by_name, by_slug
 
 SERIES_SASS = REPO / "reports" / "sass" / "series"
 CONFIGS = REPO / "devjobs" / "series" / "configs.tsv"
-GPU_KEY = {"h100": "h100_sxm", "h200": "h200_sxm"}  # reports/<folder> -> gpus.json key
+# the reports folders (GPU slugs) this can read: the sm_90 GPUs, which build the series' mma.sync code
+SLUGS = tuple(g.slug for g in GPUS if g.arch == "sm_90")
 _STEM = re.compile(r"^series_targets-k(\w+)$")
 SEEDS = (1, 2, 3, 4)
 
@@ -59,8 +61,23 @@ def listing_of(fn: str) -> str:
 
 
 def tile_set(listing: str) -> str:
-    """Which GPU's configuration a listing is: 'A100', 'RTX3090', or 'both' (kernels 1-7)."""
-    return listing.split("_")[1] if listing.endswith(("_A100", "_RTX3090")) else "both"
+    """Which GPU's configuration a listing is, as configs.tsv tags it (its ``measured_on``), or
+    'both' for one the series ran on both GPUs (kernels 1-7)."""
+    on = configs()[listing]["measured_on"]
+    return "both" if "," in on else on
+
+
+def tile_sets(rows: list[dict]) -> list[str]:
+    """The GPU tags of the configs (8-16) among ``rows``, sorted."""
+    return sorted({tile_set(r["listing"]) for r in rows} - {"both", "-"})
+
+
+def published_tag(res: dict) -> dict | None:
+    """The skill record of the tile set of the GPU whose published numbers the model is held to
+    first (the series' GA100 configs), else the first one."""
+    sk = res.get("skill") or []
+    ga100 = [s for s in sk if (g := by_name(s["tiles"])) is not None and g.chip == "ga100"]
+    return (ga100 or sk or [None])[0]
 
 
 # ------------------------------------------------------------------ SASS import
@@ -139,31 +156,10 @@ def evidence(folder: Path) -> dict[str, dict]:
 
 
 # ------------------------------------------------------------------ model vs measurement
-def spearman(xs: list[float], ys: list[float]) -> float:
-    def ranks(v):
-        order = sorted(range(len(v)), key=lambda i: v[i])
-        r = [0.0] * len(v)
-        i = 0
-        while i < len(order):
-            j = i
-            while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
-                j += 1
-            for k in range(i, j + 1):
-                r[order[k]] = (i + j) / 2
-            i = j + 1
-        return r
-
-    if len(xs) < 3:
-        return math.nan
-    rx, ry = ranks(xs), ranks(ys)
-    mx, my = statistics.fmean(rx), statistics.fmean(ry)
-    num = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    den = math.sqrt(sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry))
-    return num / den if den else math.nan
-
-
 def skill(rows: list[dict], tiles: str) -> dict:
     """MAE and rank correlation over kernels 2-16 of one tile set, beside the trivial baselines."""
+    from flashprof.analysis.gap.gap_doc import spearman
+
     sel = [r for r in rows if r["kernel"] >= 2 and tile_set(r["listing"]) in ("both", tiles)]
     meas = [r["measured_pct"] for r in sel]
     pred = [r["predicted_pct"] for r in sel]
@@ -181,7 +177,8 @@ def predict(gpu: str, ev: dict, interplay: bool = True, seeds=SEEDS) -> list[dic
     from flashprof.analysis.gap.constants import machine
     from flashprof.analysis.gap.loops import fa2_loop
 
-    m = machine(GPU_KEY[gpu]) if interplay else machine(GPU_KEY[gpu], interplay=None)
+    key = by_slug(gpu).model_key
+    m = machine(key) if interplay else machine(key, interplay=None)
     ref_code = fa2_loop("sm_90")
     ref_conf = ev[REF]["conflict"] if REF in ev and not math.isnan(ev[REF]["conflict"]) else 1.0
     ref = ir.kernel_time(ref_code, m, ref_conf, seeds)
@@ -192,7 +189,10 @@ def predict(gpu: str, ev: dict, interplay: bool = True, seeds=SEEDS) -> list[dic
         conf = e["conflict"] if not math.isnan(e["conflict"]) else 1.0
         code = series_code(listing, gpu)
         r = ir.kernel_time(code, m, conf, seeds)
-        pct, sd, _ = ir._pct_stats(r, ref)
+        pct = 100 * ref["pred_cycles"] / r["pred_cycles"]
+        # spread: the sd over seeds of the seed-paired ratio (each seed's FA2 over the same seed's kernel)
+        per_seed = [100 * a / b for a, b in zip(ref["cycles_seeds"], r["cycles_seeds"])]
+        sd = statistics.pstdev(per_seed) if len(per_seed) > 1 else math.nan
         rows.append({"listing": listing, "kernel": cfgs[listing]["kernel"], "tiles": tile_set(listing),
                      "measured_pct": 100 * ev[REF]["cycles"] / e["cycles"], "predicted_pct": pct, "sd_pp": sd,
                      "error_pp": pct - 100 * ev[REF]["cycles"] / e["cycles"],
@@ -201,13 +201,13 @@ def predict(gpu: str, ev: dict, interplay: bool = True, seeds=SEEDS) -> list[dic
                      "pred_tensor_pct": r["pipe_pct"]["tensor"], "meas_tensor_pct": e["tensor_pipe_pct"],
                      "pred_issue_pct": r["issue_pct"], "meas_issue_active_pct": e["issue_active_pct"],
                      "pred_stalls": r["stalls"], "meas_stalls": e["stalls"], "report": e["report"],
-                     "sass": code.source})
+                     "clock_ghz": e["clock_ghz"], "sass": code.source})
     rows.append({"listing": REF, "kernel": 0, "tiles": "both", "measured_pct": 100.0, "predicted_pct": 100.0,
                  "cycles_error_pct": 100 * (ref["pred_cycles"] / ev[REF]["cycles"] - 1), "conflict": ref_conf,
                  "pred_tensor_pct": ref["pipe_pct"]["tensor"], "meas_tensor_pct": ev[REF]["tensor_pipe_pct"],
                  "pred_issue_pct": ref["issue_pct"], "meas_issue_active_pct": ev[REF]["issue_active_pct"],
                  "pred_stalls": ref["stalls"], "meas_stalls": ev[REF]["stalls"], "report": ev[REF]["report"],
-                 "sass": ref_code.source})
+                 "clock_ghz": ev[REF]["clock_ghz"], "sass": ref_code.source})
     return rows
 
 
@@ -239,13 +239,14 @@ def run(gpu: str, interplay: bool = True) -> dict:
         raise SystemExit(f"{folder}: no FA2 (ref) report at S = 4096")
     rows = predict(gpu, ev, interplay)
     scored = [r for r in rows if r["listing"] != REF]
-    return {"gpu": gpu, "gpu_key": GPU_KEY[gpu], "interplay": interplay, "seeds": list(SEEDS), "rows": rows,
-            "skill": [skill(scored, "A100"), skill(scored, "RTX3090")]}
+    return {"gpu": gpu, "gpu_key": by_slug(gpu).model_key, "interplay": interplay, "seeds": list(SEEDS),
+            "rows": rows,  # a tile set's skill only where one of its own configs (8-16) was measured
+            "skill": [skill(scored, t) for t in tile_sets(scored)]}
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m flashprof.analysis.gap.series_measured")
-    p.add_argument("--gpu", default="h200", choices=sorted(GPU_KEY))
+    p.add_argument("--gpu", default=SHIPPED.slug, choices=SLUGS, help="the reports folder (GPU slug)")
     p.add_argument("--import-sass", type=Path, default=None, help="a device run's sass folder to import first")
     p.add_argument("--write", action="store_true", help="write reports/gap/series_<gpu>.json")
     a = p.parse_args(argv)
