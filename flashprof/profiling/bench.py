@@ -83,7 +83,7 @@ def run_bench(names, seqs, dtype, reps, warmup, gate=True, progress=print, gpu_s
             fns[key] = t.callable()
         if gate and key not in gated:
             gate_seq = 1024 if t.config is None or 1024 % t.config.seq_multiple() == 0 else t.config.seq_multiple()
-            heads = (fixed_heads(t.user_fn) if t.user_fn is not None else None) or 4
+            heads = fixed_heads(getattr(t, "user_fn", None)) or 4  # a kernel built for one head count
             require(fns[key], Shape(2, gate_seq, heads), dtype, t.title + (f" ({key})" if t.config else ""))
             gated.add(key)
         return fns[key]

@@ -215,6 +215,7 @@ def git_state(path: Path) -> dict | None:
 
 
 def fixed_heads(fn) -> int | None:
-    """The head count a user function declares it is limited to (``fn.heads``), or None."""
-    h = getattr(getattr(fn, "wrapped", fn), "heads", None)
+    """The head count a user function declares it is limited to (``fn.heads``), or None
+    (also for ``fn`` None: not a user target)."""
+    h = getattr(getattr(fn, "wrapped", fn), "heads", None) if fn is not None else None
     return h if isinstance(h, int) and not isinstance(h, bool) and h > 0 else None
