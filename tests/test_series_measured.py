@@ -138,3 +138,22 @@ def test_the_figure_draws_the_committed_rows_and_the_published_steps(result):
            if isinstance(a, Rectangle) and a.get_gid() == "series_here:cycles"]
     assert cyc == pytest.approx([1 + r["cycles_error_pct"] / 100 for r in rows])
     assert max(cyc) < fig.axes[1].get_ylim()[1] and min(cyc) > fig.axes[1].get_ylim()[0]
+
+
+@pytest.mark.parametrize("fn,listing", [("k1", "1"), ("k7", "7_64_64_swizzling"), ("k9_A100", "9_A100"),
+                                        ("k16_A100", "16_A100"), (None, "ref")])
+def test_the_loops_the_model_runs_account_for_the_instructions_each_report_executed(fn, listing):
+    """Warp instructions the model's KV loop issues over the whole launch (trips x body x warps x
+    CTAs) plus at most the rest of the function once per warp, against smsp__inst_executed.sum:
+    a loop cut at the wrong place, a missed unroll or a wrong trip count would miss by far more."""
+    from flashprof.analysis.gap.loops import fa2_loop
+
+    code = fa2_loop("sm_90") if listing == "ref" else sm.series_code(listing, "h200")
+    executed = _raw(FOLDER / ("ref.ncu-rep" if fn is None else f"series_targets-{fn}.ncu-rep"), "smsp__inst_executed.sum")
+    b, h, s = 16, 16, 4096
+    ctas = b * h * s // code.B_r
+    trips = 4.0 * code.B_r * s * 128 / (sum(flop_per_warp(i) for i in code.body) * code.warps)
+    loop = trips * len(code.body) * code.warps * ctas
+    rest = (code.total_insts - len(code.body)) * code.warps * ctas
+    assert 0.93 * executed < loop <= executed * 1.01
+    assert loop + rest == pytest.approx(executed, rel=0.03)
