@@ -315,12 +315,9 @@ def _series_here(inp: Inputs):
     except (ValueError, TypeError) as exc:
         raise FiguresError(f"{p}: not the series_measured result ({exc})") from None
     from flashprof.analysis.charts import gap_charts as gap_plots
-    from flashprof.analysis.gap.data import load_published
+    from flashprof.analysis.gap.series_measured import published_steps
 
-    from flashprof.analysis.gap.issue_report import A100, PUBLISHED_KEY
-
-    pub = load_published()["gpus"][PUBLISHED_KEY[A100]]["pct_of_fa2"]
-    published = {int(k): v["seq_4096"] for k, v in pub.items() if k.isdigit() and v.get("seq_4096") is not None}
+    published = published_steps()
     clocks = [r["clock_ghz"] for r in on["rows"] if r.get("clock_ghz")]
     gpu = on["gpu"].upper()
     title = (f"The series' kernels 1\u201316 built for sm_90 from their own source, on the {gpu}: measured vs the "

@@ -207,10 +207,10 @@ def _series_here_verdict(res: list[dict]) -> str:
 def _series_here_table(res: list[dict], rows: list[dict]) -> list[str]:
     """The series' binaries on the GPU at hand: measured and predicted % of FA2 per kernel,
     beside the A100's published value for the same step."""
-    from flashprof.analysis.gap.data import load_published
+    from flashprof.analysis.gap import series_measured as sm
 
     on, off = res[0], res[1]
-    a100 = load_published()["gpus"][PUBLISHED_KEY[A100]]["pct_of_fa2"]
+    a100 = sm.published_steps()
     off_by = {r["listing"]: r for r in off["rows"]}
     top = lambda d: ", ".join(f"{k} {v:.2f}" for k, v in sorted(d.items(), key=lambda kv: -(kv[1] if not _nan(kv[1]) else -1))[:2])
     out = [f"## {on['gpu'].upper()}: the series' own binaries, measured here and predicted", "",
@@ -223,7 +223,7 @@ def _series_here_table(res: list[dict], rows: list[dict]) -> list[str]:
            "|---|---|---|---|---|---|---|---|---|---|"]
     for r in on["rows"]:
         k = r["listing"]
-        p = a100.get(str(r["kernel"]), {}).get("seq_4096") if r["kernel"] and not k.endswith("_RTX3090") else None
+        p = a100.get(r["kernel"]) if r["kernel"] and sm.tile_set(k) in ("both", (sm.published_tag(on) or {}).get("tiles")) else None
         out.append(f"| {k} | {_f(p)} | {_f(r['measured_pct'])} | {_f(r['predicted_pct'])} | "
                    f"{_f(off_by[k]['predicted_pct'])} | {_f(r['cycles_error_pct'], '{:+.1f}')} % | {_f(r['conflict'], '{:.2f}')} | "
                    f"{_f(r['meas_tensor_pct'])} / {_f(r['pred_tensor_pct'])} | {top(r['meas_stalls'])} | {top(r['pred_stalls'])} |")

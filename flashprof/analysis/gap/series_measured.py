@@ -72,6 +72,16 @@ def tile_sets(rows: list[dict]) -> list[str]:
     return sorted({tile_set(r["listing"]) for r in rows} - {"both", "-"})
 
 
+def published_steps() -> dict[int, float]:
+    """{kernel number: the A100's published % of FA2 at S = 4096} (published.json): the same
+    step on the GPU the series measured, beside each kernel measured here."""
+    from flashprof.analysis.gap.data import load_published
+    from flashprof.analysis.gap.issue_report import A100, PUBLISHED_KEY
+
+    pub = load_published()["gpus"][PUBLISHED_KEY[A100]]["pct_of_fa2"]
+    return {int(k): v["seq_4096"] for k, v in pub.items() if k.isdigit() and v.get("seq_4096") is not None}
+
+
 def published_tag(res: dict) -> dict | None:
     """The skill record of the tile set of the GPU whose published numbers the model is held to
     first (the series' GA100 configs), else the first one."""
