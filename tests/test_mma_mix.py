@@ -11,7 +11,7 @@ import pytest
 from flashprof.kernels import ceilings as bench
 from flashprof.analysis.stages.mma_mix import mix_frame
 
-OPCODE = {1: "FFMA", 2: "IMAD", 3: "MUFU.EX2"}
+OPCODE = {1: "FFMA", 2: "IMAD", 3: "MUFU.EX2", 4: "FMNMX"}
 
 
 @pytest.fixture(scope="module", params=["sm_90", "sm_80"])
@@ -19,7 +19,7 @@ def sass(request, toolchain):
     return request.param, bench.listing(bench.build(request.param, cubin=True))
 
 
-@pytest.mark.parametrize("kind,k", [(1, 1), (1, 4), (1, 8), (2, 2), (2, 6), (3, 1), (3, 4)])
+@pytest.mark.parametrize("kind,k", [(1, 1), (1, 4), (1, 8), (2, 2), (2, 6), (3, 1), (3, 4), (4, 1), (4, 3), (4, 8)])
 def test_each_point_interleaves_k_instructions_per_hmma(sass, kind, k):
     _arch, listings = sass
     reused = {}
@@ -34,6 +34,21 @@ def test_each_point_interleaves_k_instructions_per_hmma(sass, kind, k):
     # two operand sets alternating leave little to reuse; one set is reused wherever the
     # interleaved instructions leave the operand slots alone
     assert reused[False] <= 0.25 and reused[True] > reused[False], reused
+
+
+@pytest.mark.parametrize("k", [1, 2, 4, 8])
+def test_integer_adds_are_k_per_hmma_split_between_alu_and_fma_pipes(sass, k):
+    """ptxas neither fuses the chained adds (each one's sum is read by another chain) nor
+    keeps them on one pipe: IADD3 (ALU) and IMAD.IADD (FMA) both occur, K per HMMA in all."""
+    arch, listings = sass
+    for reuse in (True, False):
+        insns = bench.function(listings, "k_mma_mix", f"ILi5ELi{k}ELb{int(reuse)}E")
+        hmma = sum(mn == "HMMA.16816.F32" for mn, _ in insns)
+        iadd3 = sum(mn.startswith("IADD3") for mn, _ in insns)
+        imad = sum(mn.startswith("IMAD") and "MOV" not in mn for mn, _ in insns)
+        assert hmma >= 8 and k * hmma <= iadd3 + imad <= k * hmma + 24, (arch, reuse, hmma, iadd3, imad)
+        if arch == "sm_90":
+            assert iadd3 >= k * hmma / 4 and imad >= k * hmma / 4, (reuse, iadd3, imad)
 
 
 def test_k0_reuses_every_operand_it_can(sass):
@@ -65,5 +80,8 @@ def test_bound_and_missing_cost_by_hand():
     ff = df.loc["mma_mix_ffma_k8"]  # 9 issue slots per HMMA > 6 cycles: issue-bound at 6/9
     assert ff["bound_by"] == "issue slots" and ff["bound"] == pytest.approx(interval / 9)
     assert ff["missing_pct"] == pytest.approx(100 * (1 - 0.6 / (interval / 9)))
+    mn = mix_frame([_rec("mma_mix_none_k0", base), _rec("mma_mix_fmnmx_k4", 0.5 * base)], peaks).iloc[0]
+    # ALU: 64/32/4 = 0.5 warp-inst/clk/scheduler; 4 per 6-cycle HMMA need 8 cycles: ALU-bound at 6/8
+    assert mn["bound_by"] == "fmnmx pipe" and mn["bound"] == pytest.approx(interval * 0.5 / 4)
     two = df.loc["mma_mix_ffma_k2"]  # 3 slots per 6-cycle HMMA: nothing should be lost
     assert two["bound"] == 1.0 and two["missing_pct"] == pytest.approx(0.0) and math.isfinite(two["spread_pct"])

@@ -10,7 +10,9 @@ Output: one row per point (kind, K interleaved instructions per HMMA, operand re
 * ``bound``: what an issue model with independent resources predicts (as a fraction of
   the K = 0 rate): one instruction issued per scheduler per cycle, the tensor pipe taking
   one HMMA every ``interval`` cycles, and the other instruction's pipe its measured rate;
-  the minimum of the three limits (IMAD is assumed to issue at the FFMA pipe's rate, labelled);
+  the minimum of the three limits (IMAD is assumed to issue at the FFMA pipe's rate, FMNMX at
+  the ALU pipe's ``ALU_LANES`` and the integer adds, which ptxas splits between IADD3 on the ALU
+  pipe and IMAD.IADD on the FMA pipe, at both pipes' rates together: labelled assumptions);
 * ``missing_pct``: 100 x (1 - rel / bound), the cost such a model does not produce.
 """
 from __future__ import annotations
@@ -24,6 +26,9 @@ import pandas as pd
 HMMA_FLOP = 2 * 16 * 8 * 16     # one mma.sync m16n8k16
 SCHEDULERS = 4                   # warp schedulers (sub-partitions) per SM
 WARP = 32
+# ALU-pipe results per clock per SM on sm_80 / sm_86 / sm_90: CUDA C++ Programming Guide,
+# "Arithmetic Instructions" throughput table (32-bit integer add, compare, min/max: 64)
+ALU_LANES = 64
 COLUMNS = ("name", "kind", "k", "reuse", "hmma_per_clk_sm", "spread_pct", "rel", "bound", "bound_by",
            "missing_pct", "check")
 
@@ -54,6 +59,8 @@ def mix_frame(records: list[dict], peaks: dict[str, float]) -> pd.DataFrame:
         "ffma": peaks["ffma"] / 2 / WARP / SCHEDULERS,
         "imad": peaks["ffma"] / 2 / WARP / SCHEDULERS,  # assumed: IMAD at the FMA pipe's rate
         "ex2": peaks["mufu_ex2"] / WARP / SCHEDULERS,
+        "fmnmx": ALU_LANES / WARP / SCHEDULERS,
+        "iadd": (ALU_LANES + peaks["ffma"] / 2) / WARP / SCHEDULERS,
     }
     rows = []
     for rec in records:

@@ -4,7 +4,7 @@
 //   ceilings wgmma      -> the same for the wgmma benchmarks alone: SS and RS throughput, the
 //                          latency of a group of 1 and of 8 (sm_90a builds; a separate
 //                          process, so that a fault there cannot cost the other results)
-//   ceilings mix        -> HMMA with K interleaved FFMA / IMAD / MUFU.EX2 per HMMA, with and
+//   ceilings mix        -> HMMA with K interleaved FFMA / IMAD / MUFU.EX2 / FMNMX / IADD3 per HMMA, with and
 //                          without operand reuse (mix.cuh; issue 31's candidate costs)
 // Exit status: 0 if every self-check passed, 1 if any failed (the records still print),
 // 3 on a CUDA error. profiling/ceilings.py builds, runs and interprets this program.

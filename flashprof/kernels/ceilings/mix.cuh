@@ -3,6 +3,8 @@
 // thread), with K non-tensor instructions interleaved after every HMMA:
 //   ffma   K independent FFMAs (FMA pipe)            imad   K independent IMADs (FMA/ALU pipe)
 //   ex2    K MUFU.EX2 (XU pipe)
+//   fmnmx  K FMNMX with a negated operand (ALU pipe; two source registers, not three)
+//   iadd   K IADD3 (ALU pipe; integer, three sources)
 // and each of them with the HMMA operands alternating between two register sets ("noreuse":
 // consecutive HMMAs then never name the same A/B registers, so the operand-reuse cache
 // cannot serve them). If issue slots, the tensor pipe and the other pipe were independent
@@ -16,7 +18,7 @@
 
 namespace ceilings {
 
-enum MixKind { kMixNone = 0, kMixFfma = 1, kMixImad = 2, kMixEx2 = 3 };
+enum MixKind { kMixNone = 0, kMixFfma = 1, kMixImad = 2, kMixEx2 = 3, kMixFmnmx = 4, kMixIadd = 5 };
 
 template <int KIND, int K, bool REUSE>
 __global__ void __launch_bounds__(1024) k_mma_mix(const uint32_t* in, float* out, BlockTime* times, int iters) {
@@ -29,11 +31,12 @@ __global__ void __launch_bounds__(1024) k_mma_mix(const uint32_t* in, float* out
     const int tid = blockIdx.x * blockDim.x + threadIdx.x;
     float c[kChains][4] = {};
     float x[kChains];
-    uint32_t u[kChains];
+    uint32_t u[kChains], v[kChains];
 #pragma unroll
     for (int j = 0; j < kChains; ++j) {
         x[j] = 0.5f + 0.0625f * j + 0.0009765625f * (tid % 64);
         u[j] = uint32_t(tid) * 2654435761u + uint32_t(j);
+        v[j] = uint32_t(tid) ^ (40503u * uint32_t(j + 1));
     }
     CEIL_TIMER_START();
     for (int i = 0; i < iters; ++i) {
@@ -50,6 +53,11 @@ __global__ void __launch_bounds__(1024) k_mma_mix(const uint32_t* in, float* out
                 if constexpr (KIND == kMixImad)
                     asm volatile("mad.lo.u32 %0, %0, %1, %2;" : "+r"(u[s]) : "r"(1664525u), "r"(1013904223u));
                 if constexpr (KIND == kMixEx2) asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(x[s]));
+                // x = max(-x, c): not idempotent, so ptxas cannot drop a repeated step
+                if constexpr (KIND == kMixFmnmx)
+                    asm volatile("{ .reg .f32 t; neg.f32 t, %0; max.f32 %0, t, %1; }" : "+f"(x[s]) : "f"(-0.25f));
+                if constexpr (KIND == kMixIadd)
+                    asm volatile("add.u32 %0, %0, %1;" : "+r"(u[s]) : "r"(u[(s + 3) % kChains]));
             }
         }
     }
@@ -65,7 +73,8 @@ __global__ void __launch_bounds__(1024) k_mma_mix(const uint32_t* in, float* out
 }
 
 inline const char* mix_name(int kind) {
-    return kind == kMixFfma ? "ffma" : kind == kMixImad ? "imad" : kind == kMixEx2 ? "ex2" : "none";
+    return kind == kMixFfma ? "ffma" : kind == kMixImad ? "imad" : kind == kMixEx2 ? "ex2" : kind == kMixFmnmx ? "fmnmx"
+         : kind == kMixIadd ? "iadd" : "none";
 }
 
 template <int KIND, int K, bool REUSE>
@@ -94,7 +103,7 @@ Record bench_mma_mix(const Device& dev) {
     return r;
 }
 
-// Every mix point: K = 0..8 per kind, with and without operand reuse (K = 0: HMMA alone).
+// Every mix point: K = 0..8 per kind (ALU kinds last: a run cut short keeps the earlier ones), with and without operand reuse (K = 0: HMMA alone).
 inline std::vector<Record> bench_mma_mixes(const Device& dev) {
     std::vector<Record> all;
     all.push_back(bench_mma_mix<kMixNone, 0, true>(dev));
@@ -109,6 +118,8 @@ inline std::vector<Record> bench_mma_mixes(const Device& dev) {
     CEIL_MIX(kMixFfma)
     CEIL_MIX(kMixImad)
     CEIL_MIX(kMixEx2)
+    CEIL_MIX(kMixFmnmx)
+    CEIL_MIX(kMixIadd)
 #undef CEIL_MIX
     return all;
 }
