@@ -8,14 +8,6 @@ set -uo pipefail
 : "${OUT:?}"
 T0=$(date +%s)
 say() { echo "=== [$(( $(date +%s) - T0 )) s] $*"; }
-make setup GPU=1 WHEELS=.whl > "$OUT/setup.log" 2>&1 || { tail -20 "$OUT/setup.log"; exit 1; }
-EXE=$(.venv/bin/python -c "from flashprof.kernels import ceilings as b; print(b.build('sm_90a'))") || exit 1
-say "built $EXE"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/mma_mix_clocks.txt"
-( while sleep 0.5; do nvidia-smi --query-gpu=clocks.sm --format=csv,noheader,nounits; done ) >> "$OUT/mma_mix_clocks.txt" &
-SMI=$!
-timeout 150 "$EXE" mix > "$OUT/mma_mix.raw.jsonl" 2> "$OUT/mma_mix.log"
-say "mix exit $?: $(grep -c measurement "$OUT/mma_mix.raw.jsonl") records"
-kill $SMI 2>/dev/null
+NCU=0 bash devjobs/mma_mix.sh || exit 1
 LIMIT=$(( ${LIMIT:-575} - ($(date +%s) - T0) )) SEQS=${SEQS:-1024,4096} bash devjobs/series_h200.sh none 1
 say "done"; ls -la "$OUT"
