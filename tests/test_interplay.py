@@ -29,7 +29,7 @@ def meas():
 
 
 def _bare():
-    return dataclasses.replace(machine("h200_sxm"), hmma_issue_cycles=1.0, tensor_issue_steal=0.0)
+    return machine("h200_sxm", interplay=None)
 
 
 def test_the_csv_the_model_reads_is_the_raw_records(meas):
@@ -104,3 +104,72 @@ def test_the_dispatch_hold_shows_as_dispatch_stalls(pts):
     r0 = simulate(list(pts[("ffma", 8, True)]), _bare(), 1, 16, iterations=3, seed=1)
     assert "dispatch" not in r0["warps_per_issue"]
     assert not math.isnan(r["cycles_per_iter"])
+
+
+# ---- register-file reads (scheduler.rf_reads) and the read cap that was tried and not adopted
+def _insts(lines: str):
+    from flashprof.analysis.gap.controls import parse
+
+    text = "Function : f\n" + "\n".join(
+        f"/*{16 * k:04x}*/ {ln} ; /* 0x0000000000000000 */\n/* 0x000fe20000000000 */"
+        for k, ln in enumerate(x.strip() for x in lines.strip().splitlines()))
+    return next(iter(parse(text).values()))
+
+
+def test_rf_reads_counts_hmma_operands_and_the_reuse_cache_by_slot_and_bank():
+    from flashprof.analysis.gap.scheduler import rf_reads
+
+    body = _insts("""
+        HMMA.16816.F32 R16, R20.reuse, R2.reuse, R16
+        FFMA R53, R53, R51.reuse, 0.000244140625
+        HMMA.16816.F32 R12, R20, R2, R12
+        IADD3 R40, R41, R42, RZ
+        FMNMX R30, -R30, -0.25, !PT
+        HMMA.1688.F16 R8, R24, R4, R8
+    """)
+    # worked by hand, steady state (second lap):
+    #  HMMA  R20 / R2 were cached by the previous lap's first HMMA? no: the third HMMA read them
+    #        without the flag, which releases them, so A 4 + B 2 + C 4 = 10
+    #  FFMA  R53 (slot 1) = 1: R51 (slot 2, bank 1; R2 holds bank 0) is served by the entry its
+    #        own flag filled on the previous lap
+    #  HMMA  R20 (slot 1, bank 0) and R2 (slot 2, bank 0) from the cache; C R12: 4
+    #  IADD3 R41 + R42 (RZ is free) = 2;  FMNMX R30 = 1
+    #  HMMA.1688.F16: A 16x8/64 = 2, B 8x8/64 = 1, C 2 (F16 accumulate) = 5
+    assert rf_reads(body) == [10.0, 1.0, 4.0, 2.0, 1.0, 5.0]
+
+
+def test_a_read_cap_slows_an_hmma_loop_to_cap_over_reads():
+    """HMMA without reuse reads 10 registers: with the register file at half of 10 per HMMA
+    interval, the loop runs at half the tensor pipe's rate."""
+    from flashprof.analysis.gap.constants import SUBPARTITIONS
+    from flashprof.analysis.gap.scheduler import simulate
+
+    body = _insts("\n".join(f"HMMA.16816.F32 R{16 + 4 * (j % 4)}, R{40 + 8 * (j % 2)}, R{60 + 2 * (j % 2)}, "
+                            f"R{16 + 4 * (j % 4)}" for j in range(8)))
+    m = machine("h200_sxm", interplay=None)
+    free = simulate(body, m, 1, 16, iterations=6)["cycles_per_iter"]
+    cap = 0.5 * 10 / m.hmma_interval
+    capped = simulate(body, dataclasses.replace(m, rf_reads_per_clk=cap), 1, 16, iterations=6)["cycles_per_iter"]
+    assert free == pytest.approx(8 * 4 * m.hmma_interval, rel=0.05)  # 4 warps per sub-partition
+    assert capped == pytest.approx(8 * 4 * 10 / cap, rel=0.05) and SUBPARTITIONS == 4
+
+
+def test_the_read_cap_record_is_its_own_grid_and_was_not_adopted(pts, meas):
+    rec = interplay.load()
+    rf = rec["rf_read_cap"]
+    grid = rf["grid"]
+    best = min(grid, key=lambda g: g["fit_mae_pct"])
+    assert rf["chosen"] == best
+    gain = rf["without"]["held_out_mae_pct"] - best["held_out_mae_pct"]
+    assert rf["adopted"] == (gain >= rf["adopt_gain_pp"])
+    # the noreuse points' reads per cycle, recomputed from the measured rates and the SASS
+    got = sorted(round(interplay.reads_per_hmma(pts[p]) * meas[p] / 4, 3) for p in meas if not p[2] and p in pts)
+    assert rf["noreuse_reads_per_clk_sp"] == pytest.approx(got, abs=2e-3)
+    if not rf["adopted"]:
+        assert machine("h200_sxm").rf_reads_per_clk is None and "rf_reads_per_clk" not in rec
+    # one chosen pair, re-simulated: its fit-set error is what the record says
+    m = dataclasses.replace(interplay.with_costs(_bare(), rec["hmma_issue_cycles"], rec["tensor_issue_steal"]),
+                            rf_reads_per_clk=best["rf_reads_per_clk"], rf_read_depth=best["rf_read_depth"])
+    fit = [p for p in pts if p in meas and interplay.in_rf_fit(p)]
+    e = [abs(interplay.rate(pts[p], m) / meas[p] - 1) * 100 for p in fit]
+    assert len(fit) == 6 and sum(e) / len(e) == pytest.approx(best["fit_mae_pct"], abs=0.01)

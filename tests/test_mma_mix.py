@@ -51,6 +51,21 @@ def test_integer_adds_are_k_per_hmma_split_between_alu_and_fma_pipes(sass, k):
             assert iadd3 >= k * hmma / 4 and imad >= k * hmma / 4, (reuse, iadd3, imad)
 
 
+@pytest.mark.parametrize("k", [1, 4, 8])
+def test_ffma3_interleaves_k_ffmas_reading_three_registers(sass, k):
+    """kind 6: each interleaved FFMA names three source registers, no immediate or constant."""
+    import re
+
+    _arch, listings = sass
+    for reuse in (True, False):
+        insns = bench.function(listings, "k_mma_mix", f"ILi6ELi{k}ELb{int(reuse)}E")
+        hmma = sum(mn == "HMMA.16816.F32" for mn, _ in insns)
+        ffma = [ops for mn, ops in insns if mn == "FFMA"]
+        assert hmma >= 8 and k * hmma <= len(ffma) <= k * hmma + 24, (reuse, hmma, len(ffma))
+        three = [ops for ops in ffma if len(re.findall(r"\bR\d+", ops)) == 4]
+        assert len(three) >= k * hmma, (reuse, len(three), k * hmma)
+
+
 def test_k0_reuses_every_operand_it_can(sass):
     _arch, listings = sass
     share = {}

@@ -236,7 +236,7 @@ def plot_series_here(on: dict, off: dict, published: dict | None = None, title: 
     """The series' own binaries measured on a GPU at hand (analysis/gap/series_measured.py):
     left, % of FA2 per kernel (bars: measured; filled dots: the model with the measured HMMA
     interplay, sd as error bars; hollow: without it; crosses: another GPU's published value of
-    the same step, ``published`` = {kernel number: %}); right, predicted / measured SM cycles
+    the same step, ``published`` = {listing: %}, only for the configurations that GPU ran); right, predicted / measured SM cycles
     with and without the interplay. gids ``series_here:<obs|pred|pred_off|published|cycles|cycles_off>``."""
     rows = [r for r in on["rows"] if r["listing"] != "ref"] + [r for r in on["rows"] if r["listing"] == "ref"]
     off_by = {r["listing"]: r for r in off["rows"]}
@@ -256,7 +256,7 @@ def plot_series_here(on: dict, off: dict, published: dict | None = None, title: 
     a1.plot(x + 0.25, [off_by[r["listing"]]["predicted_pct"] for r in rows], "o", mfc="none", mec="#333333", ms=5,
             label="model, without it", gid="series_here:pred_off")
     if published:
-        px = [(i, published.get(r["kernel"])) for i, r in enumerate(rows) if published.get(r["kernel"]) is not None]
+        px = [(i, published[r["listing"]]) for i, r in enumerate(rows) if published.get(r["listing"]) is not None]
         a1.plot([p[0] for p in px], [p[1] for p in px], "x", color="#1f77b4", ms=6, mew=1.5,
                 label="A100 published (same step)", gid="series_here:published")
     for xi, (o, p) in enumerate(zip(obs, pred)):
@@ -269,7 +269,8 @@ def plot_series_here(on: dict, off: dict, published: dict | None = None, title: 
     a1.set_title("% of FA2 per kernel (labels: predicted \u2212 measured, pp)", fontsize=9)
     a1.legend(fontsize=7, loc="upper left", ncol=2, framealpha=0.9)
     a1.set_xticks(x, labels, fontsize=8)
-    a1.set_xlabel("series kernel (A100 configuration from 8 on)")
+    a1.set_xlabel("series kernel (from 8 on: A100 configuration; r: RTX 3090 configuration, its own FA2 run)"
+                  if any(lab.endswith("r") for lab in labels) else "series kernel (A100 configuration from 8 on)")
     w = 0.38
     c_on = [1 + r["cycles_error_pct"] / 100 for r in rows]
     c_off = [1 + off_by[r["listing"]]["cycles_error_pct"] / 100 for r in rows]
@@ -282,7 +283,7 @@ def plot_series_here(on: dict, off: dict, published: dict | None = None, title: 
     a2.set_title(f"predicted / measured SM cycles (MAPE {mape(c_on):.1f} % with, {mape(c_off):.1f} % without)",
                  fontsize=9)
     a2.set_ylabel("predicted / measured SM cycles")
-    a2.set_xticks(x, labels, fontsize=8)
+    a2.set_xticks(x, labels, fontsize=8 if len(rows) <= 18 else 7, rotation=0 if len(rows) <= 18 else 90)
     a2.set_xlabel("series kernel")
     a2.legend(fontsize=7, loc="upper left", framealpha=0.9)
     fig.tight_layout()

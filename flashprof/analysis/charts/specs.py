@@ -317,7 +317,12 @@ def _series_here(inp: Inputs):
     from flashprof.analysis.charts import gap_charts as gap_plots
     from flashprof.analysis.gap.series_measured import published_steps
 
-    published = published_steps()
+    from flashprof.analysis.gap.series_measured import published_tag, tile_set
+
+    steps, tag = published_steps(), (published_tag(on) or {}).get("tiles")
+    # the A100's published step beside the configurations the A100 ran (1-7 and its own 8-16)
+    published = {r["listing"]: steps[r["kernel"]] for r in on["rows"]
+                 if r["kernel"] in steps and r["listing"] != "ref" and tile_set(r["listing"]) in ("both", tag)}
     clocks = [r["clock_ghz"] for r in on["rows"] if r.get("clock_ghz")]
     gpu = on["gpu"].upper()
     title = (f"The series' kernels 1\u201316 built for sm_90 from their own source, on the {gpu}: measured vs the "

@@ -23,7 +23,7 @@ from flashprof.kernels.gpus import SHIPPED
 CEILINGS = REPO / SHIPPED.reports / "ceilings.json"
 # The HMMA issue interplay derived from the mma_mix microbenchmark (analysis/gap/interplay.py).
 INTERPLAY = REPO / SHIPPED.reports / "mma_mix" / "interplay.json"
-_INTERPLAY_FIELDS = ("hmma_issue_cycles", "tensor_issue_steal")
+_INTERPLAY_FIELDS = ("hmma_issue_cycles", "tensor_issue_steal", "rf_reads_per_clk", "rf_read_depth")
 # The GPUs the measured interplay applies to: every mma.sync architecture the model runs.
 # Measured on the H200 (GH100); on GA100 / GA102 it is the hypothesis of issue 31 (the same
 # sub-partition issue path around HMMA), applied unchanged, never fitted to their numbers.
@@ -106,6 +106,10 @@ class Machine:
     hmma_issue_cycles: float = 1.0
     tensor_issue_steal: float = 0.0
     wgmma_issue_steal: float = 0.0
+    # Register-file read bandwidth, warp-register reads per cycle per sub-partition (scheduler.
+    # rf_reads counts them), from the same microbenchmark where derived; None: unlimited.
+    rf_reads_per_clk: float | None = None
+    rf_read_depth: float = 0.0  # cycles of reads that may queue ahead of the register file (operand collectors)
     sources: dict = field(default_factory=dict, compare=False)
     # Constants read from an entry whose source names no citation and no measurement.
     fitted: tuple = field(default=(), compare=False)

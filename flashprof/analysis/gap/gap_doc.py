@@ -201,7 +201,13 @@ def _series_here_verdict(res: list[dict]) -> str:
             f"{_f(a['baseline_mean_mae_pp'])} pp. Cycles MAPE {_f(cyc(on))} % with the measured HMMA interplay, "
             f"{_f(cyc(off))} % without it (MAE {_f(a0['mae_pp'])} pp, rank {_f(a0['spearman'], '{:.2f}')})"
             + (f"; top-2 stalls kernel 16 measured {top(k16['meas_stalls'])} / predicted {top(k16['pred_stalls'])}, "
-               f"FA2 measured {top(ref['meas_stalls'])} / predicted {top(ref['pred_stalls'])}." if k16 and ref else "."))
+               f"FA2 measured {top(ref['meas_stalls'])} / predicted {top(ref['pred_stalls'])}." if k16 and ref else ".")
+            + "".join(f" The {s['tiles']} configurations of 8–16 (profiled in a later call, against that call's FA2): "
+                      f"MAE {_f(s['mae_pp'])} pp over kernels 2–16 (bias {_f(s['bias_pp'], '{:+.1f}')}), rank "
+                      f"{_f(s['spearman'], '{:.2f}')}; baselines {_f(s['baseline_100_mae_pp'])} / "
+                      f"{_f(s['baseline_mean_mae_pp'])} pp." for s in on["skill"] if s is not a)
+            + (f" FA2's own SM cycles are predicted {_f(ref['cycles_error_pct'], '{:+.1f}')} %: that error is in "
+               "every % of FA2 above." if ref else ""))
 
 
 def _series_here_table(res: list[dict], rows: list[dict]) -> list[str]:

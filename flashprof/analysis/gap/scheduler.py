@@ -113,6 +113,54 @@ def flop_per_warp(i: Inst) -> float:
     return 0.0
 
 
+# Register-file reads (issue 31): warp-register reads of one instruction's source operands.
+# An HMMA.<m><n><k> reads A (m*k/64 registers: 16816 -> 4), B (n*k/64: 2) and C (4 for F32
+# accumulate, 2 for F16); any other register operand counts 1 (64-bit pairs are not told
+# apart: an under-count). The operand reuse cache is taken as one entry per (operand slot,
+# register bank = register number mod 2): a read flagged .reuse stores its register there, a
+# later read of that register in that slot and bank is served from it, a read of it without
+# the flag releases it. The register-bank reading is an assumption; ptxas's own flags (kept on
+# an HMMA across interleaved FFMAs that read the same slot) fit it, a slot-only cache they do not.
+_OPERAND_REG = re.compile(r"\b(R\d+|RZ)(\.reuse)?\b")
+
+
+def _operand_widths(i: Inst) -> dict[int, int]:
+    if i.base != "HMMA":
+        return {}
+    shape = re.search(r"\.(16|8)(8|16)(8|16|4)\b", i.op)
+    mm, nn, kk = (16, 8, 16) if not shape else (int(shape.group(1)), int(shape.group(2)), int(shape.group(3)))
+    return {1: max(1, mm * kk // 64), 2: max(1, nn * kk // 64), 3: 4 if ".F32" in i.op else 2}
+
+
+def rf_reads(body: list[Inst]) -> list[float]:
+    """Warp-register reads per instruction of a loop body, in steady state (the reuse cache
+    carried around the loop: the body is walked twice and the second pass kept)."""
+    cache: dict[tuple[int, int], str] = {}
+    out: list[float] = []
+    for lap in range(2):
+        for i in body:
+            widths = _operand_widths(i)
+            skip_first = bool(i.dests())
+            n = 0
+            for slot, op in enumerate(x.strip() for x in i.operands.split(",")):
+                if slot == 0 and skip_first:
+                    continue
+                m = _OPERAND_REG.search(op)
+                if not m or m.group(1) == "RZ":
+                    continue
+                reg, flagged = m.group(1), bool(m.group(2))
+                key = (slot, int(reg[1:]) % 2)
+                if cache.get(key) != reg:
+                    n += widths.get(slot, 1)
+                if flagged:
+                    cache[key] = reg
+                elif cache.get(key) == reg:
+                    del cache[key]
+            if lap:
+                out.append(float(n))
+    return out
+
+
 def pipe(i: Inst) -> str:
     b = i.base
     if b == "HMMA":
@@ -170,6 +218,10 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     n = len(body)
     pipes = [pipe(i) for i in body]
     waves = [wavefronts(i) for i in body]
+    # register-file read bandwidth (Machine.rf_reads_per_clk; None: unlimited): an instruction
+    # issues only once its sub-partition's earlier reads are through ("register file")
+    reads = rf_reads(body) if m.rf_reads_per_clk else [0.0] * n
+    rf_free = [0.0] * SUBPARTITIONS
     shapes = {k: hgmma_shape(i) for k, i in enumerate(body) if pipes[k] == "wgmma"}
     if shapes and (m.wgmma_flop_per_clk_sm is None or warps_per_cta % SUBPARTITIONS):
         raise ValueError(f"{m.gpu_key}: HGMMA in the loop but no measured wgmma rate for this GPU"
@@ -222,6 +274,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
             whys = [_blocked(w, body[w.pc], pipes[w.pc], t, sb[w.wid], groups[w.wid], busy[sp],
                              m, smem_starts[sp], lsu_free, bar_release, wg_pending[w.wid])
                     or (_not_my_turn(turn, w, body[w.pc], warps_per_cta) if turn is not None else None)
+                    or ("register file" if reads[w.pc] and _held(rf_free[sp] - m.rf_read_depth, t) else None)
                     for w in cand]
             if hold[sp] > t:  # an HMMA's dispatch cycles: ready warps wait ("dispatch")
                 for w, y in zip(cand, whys):
@@ -281,6 +334,8 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                             open_group[w.wid] = max(open_group[w.wid], done)
                     else:
                         done = t + (m.smem_latency if i.base == "SHFL" else m.l1_latency)
+                if reads[w.pc]:
+                    rf_free[sp] = max(rf_free[sp], t) + reads[w.pc] / m.rf_reads_per_clk
                 if p == "tensor":
                     hold[sp] = t + m.hmma_issue_cycles
                 elif steal and p not in _NO_STEAL and busy[sp]["tensor"] > t:

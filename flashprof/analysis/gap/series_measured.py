@@ -2,7 +2,8 @@
 binaries that ran, against their own Nsight Compute reports.
 
 Inputs, all committed:
-* ``reports/<gpu>/series/series_targets-k<listing>.ncu-rep`` (+ sidecar, whose shape must be S = 4096):
+* ``reports/<gpu>/series/series_targets-k<listing>.ncu-rep`` (+ sidecar, whose shape must be S = 4096),
+  and the same in each subfolder of it (another device call, with its own ``ref``; e.g. ``rtx3090/``):
   the series' kernels 1-16 (sonnyli/flash_attention_from_scratch @ 58b7e33, the A100 and RTX
   3090 configs) built for the GPU from their own source and profiled by ``flashprof profile``
   as user targets (devjobs/series_h200.sh), and ``ref.ncu-rep`` (FA2: PyTorch's SDPA
@@ -242,12 +243,24 @@ def render(res: dict) -> str:
     return "\n".join(lines)
 
 
-def run(gpu: str, interplay: bool = True) -> dict:
+def run_folders(gpu: str) -> list[Path]:
+    """The series' reports folder of a GPU, then each subfolder holding another run (e.g. the
+    RTX 3090 configurations, profiled in a later call beside their own FA2 report)."""
     folder = REPO / "reports" / gpu / "series"
-    ev = evidence(folder)
-    if REF not in ev:
-        raise SystemExit(f"{folder}: no FA2 (ref) report at S = 4096")
-    rows = predict(gpu, ev, interplay)
+    subs = sorted(d for d in folder.glob("*/") if d.is_dir() and any(d.glob("*.ncu-rep")))
+    return [folder, *subs]
+
+
+def run(gpu: str, interplay: bool = True) -> dict:
+    rows: list[dict] = []
+    for folder in run_folders(gpu):
+        ev = evidence(folder)
+        if REF not in ev:
+            raise SystemExit(f"{folder}: no FA2 (ref) report at S = 4096")
+        # each run's kernels against the FA2 of the same run; one FA2 row (the first run's)
+        new = [r for r in predict(gpu, ev, interplay) if not rows or r["listing"] != REF]
+        rows += [r for r in new if r["listing"] not in {x["listing"] for x in rows}]
+    rows = [r for r in rows if r["listing"] != REF] + [r for r in rows if r["listing"] == REF]
     scored = [r for r in rows if r["listing"] != REF]
     return {"gpu": gpu, "gpu_key": by_slug(gpu).model_key, "interplay": interplay, "seeds": list(SEEDS),
             "rows": rows,  # a tile set's skill only where one of its own configs (8-16) was measured

@@ -4,7 +4,9 @@
 //   ffma   K independent FFMAs (FMA pipe)            imad   K independent IMADs (FMA/ALU pipe)
 //   ex2    K MUFU.EX2 (XU pipe)
 //   fmnmx  K FMNMX with a negated operand (ALU pipe; two source registers, not three)
-//   iadd   K IADD3 (ALU pipe; integer, three sources)
+//   iadd   K chained integer adds (ptxas splits them between IADD3 and IMAD.IADD; two registers read)
+//   ffma3  K FFMA reading three registers each (no immediate, no reused operand): the
+//          register-file read bandwidth against the per-instruction cost
 // and each of them with the HMMA operands alternating between two register sets ("noreuse":
 // consecutive HMMAs then never name the same A/B registers, so the operand-reuse cache
 // cannot serve them). If issue slots, the tensor pipe and the other pipe were independent
@@ -18,7 +20,7 @@
 
 namespace ceilings {
 
-enum MixKind { kMixNone = 0, kMixFfma = 1, kMixImad = 2, kMixEx2 = 3, kMixFmnmx = 4, kMixIadd = 5 };
+enum MixKind { kMixNone = 0, kMixFfma = 1, kMixImad = 2, kMixEx2 = 3, kMixFmnmx = 4, kMixIadd = 5, kMixFfma3 = 6 };
 
 template <int KIND, int K, bool REUSE>
 __global__ void __launch_bounds__(1024) k_mma_mix(const uint32_t* in, float* out, BlockTime* times, int iters) {
@@ -31,12 +33,14 @@ __global__ void __launch_bounds__(1024) k_mma_mix(const uint32_t* in, float* out
     const int tid = blockIdx.x * blockDim.x + threadIdx.x;
     float c[kChains][4] = {};
     float x[kChains];
-    uint32_t u[kChains], v[kChains];
+    uint32_t u[kChains];
+    float y[kChains], z[kChains];
 #pragma unroll
     for (int j = 0; j < kChains; ++j) {
         x[j] = 0.5f + 0.0625f * j + 0.0009765625f * (tid % 64);
         u[j] = uint32_t(tid) * 2654435761u + uint32_t(j);
-        v[j] = uint32_t(tid) ^ (40503u * uint32_t(j + 1));
+        y[j] = 0.99951171875f - 0.0000152587890625f * float((tid + 2 * j) % 5);
+        z[j] = 0.000244140625f * float(1 + (tid + j) % 3);
     }
     CEIL_TIMER_START();
     for (int i = 0; i < iters; ++i) {
@@ -56,6 +60,8 @@ __global__ void __launch_bounds__(1024) k_mma_mix(const uint32_t* in, float* out
                 // x = max(-x, c): not idempotent, so ptxas cannot drop a repeated step
                 if constexpr (KIND == kMixFmnmx)
                     asm volatile("{ .reg .f32 t; neg.f32 t, %0; max.f32 %0, t, %1; }" : "+f"(x[s]) : "f"(-0.25f));
+                if constexpr (KIND == kMixFfma3)
+                    asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(x[s]) : "f"(y[(s + 1) % kChains]), "f"(z[(s + 2) % kChains]));
                 if constexpr (KIND == kMixIadd)
                     asm volatile("add.u32 %0, %0, %1;" : "+r"(u[s]) : "r"(u[(s + 3) % kChains]));
             }
@@ -74,7 +80,7 @@ __global__ void __launch_bounds__(1024) k_mma_mix(const uint32_t* in, float* out
 
 inline const char* mix_name(int kind) {
     return kind == kMixFfma ? "ffma" : kind == kMixImad ? "imad" : kind == kMixEx2 ? "ex2" : kind == kMixFmnmx ? "fmnmx"
-         : kind == kMixIadd ? "iadd" : "none";
+         : kind == kMixIadd ? "iadd" : kind == kMixFfma3 ? "ffma3" : "none";
 }
 
 template <int KIND, int K, bool REUSE>
@@ -120,6 +126,7 @@ inline std::vector<Record> bench_mma_mixes(const Device& dev) {
     CEIL_MIX(kMixEx2)
     CEIL_MIX(kMixFmnmx)
     CEIL_MIX(kMixIadd)
+    CEIL_MIX(kMixFfma3)
 #undef CEIL_MIX
     return all;
 }
