@@ -33,7 +33,7 @@ def _bare():
 
 
 def test_the_csv_the_model_reads_is_the_raw_records(meas):
-    assert interplay.measured() == pytest.approx(meas, rel=1e-5)  # the CSV keeps 6 digits
+    assert interplay.measured(same_chip=()) == pytest.approx(meas, rel=1e-5)  # the CSV keeps 6 digits
 
 
 def test_a_fractional_pipe_interval_keeps_its_rate(pts, meas):
@@ -163,13 +163,57 @@ def test_the_read_cap_record_is_its_own_grid_and_was_not_adopted(pts, meas):
     gain = rf["without"]["held_out_mae_pct"] - best["held_out_mae_pct"]
     assert rf["adopted"] == (gain >= rf["adopt_gain_pp"])
     # the noreuse points' reads per cycle, recomputed from the measured rates and the SASS
-    got = sorted(round(interplay.reads_per_hmma(pts[p]) * meas[p] / 4, 3) for p in meas if not p[2] and p in pts)
+    allm = interplay.measured()  # with the same-chip points (ffma3 from the H100 run)
+    got = sorted(round(interplay.reads_per_hmma(pts[p]) * allm[p] / 4, 3) for p in allm if not p[2] and p in pts)
     assert rf["noreuse_reads_per_clk_sp"] == pytest.approx(got, abs=2e-3)
     if not rf["adopted"]:
         assert machine("h200_sxm").rf_reads_per_clk is None and "rf_reads_per_clk" not in rec
+    else:
+        h = machine("h200_sxm")
+        assert (h.rf_reads_per_clk, h.rf_read_depth) == (best["rf_reads_per_clk"], best["rf_read_depth"])
+        assert (rec["rf_reads_per_clk"], rec["rf_read_depth"]) == (best["rf_reads_per_clk"], best["rf_read_depth"])
     # one chosen pair, re-simulated: its fit-set error is what the record says
     m = dataclasses.replace(interplay.with_costs(_bare(), rec["hmma_issue_cycles"], rec["tensor_issue_steal"]),
                             rf_reads_per_clk=best["rf_reads_per_clk"], rf_read_depth=best["rf_read_depth"])
     fit = [p for p in pts if p in meas and interplay.in_rf_fit(p)]
     e = [abs(interplay.rate(pts[p], m) / meas[p] - 1) * 100 for p in fit]
     assert len(fit) == 6 and sum(e) / len(e) == pytest.approx(best["fit_mae_pct"], abs=0.01)
+
+
+H100_RAW = REPO / "reports" / "h100" / "mma_mix" / "mma_mix.raw.jsonl"
+
+
+@pytest.mark.skipif(not H100_RAW.is_file(), reason="no H100 mix run in this checkout")
+def test_the_h100_run_is_the_h200s_per_clock_and_fills_only_the_missing_points(meas):
+    """Same GH100 SM: every point both runs measured agrees within 0.5 % in HMMA per SM clock
+    (recomputed here from the raw cycle counts); the model reads only the H100's extra points."""
+    import statistics
+
+    h100 = {}
+    for rec in load_records(H100_RAW):
+        kind, k, reuse = rec["name"].split("_")[2], int(rec["name"].split("_")[3][1:]), not rec["name"].endswith("_noreuse")
+        h100[(kind, k, reuse)] = statistics.median(rec["work"] / 4096 / c for c in rec["cycles"])
+    shared = [p for p in h100 if p in meas]
+    assert len(shared) == 62
+    assert max(abs(h100[p] / meas[p] - 1) for p in shared) < 0.005
+    allm = interplay.measured()
+    extra = set(allm) - set(meas)
+    assert extra and all(p[0] == "ffma3" for p in extra)
+    assert all(allm[p] == pytest.approx(h100[p], rel=1e-5) for p in extra)
+    rec = interplay.load()
+    prov = rec["measured_provenance"]["cross_check"]["reports/h100/mma_mix/mma_mix.csv"]
+    assert prov["shared_points"] == 62 and prov["max_abs_diff_pct"] < 0.5
+
+
+@pytest.mark.skipif(not H100_RAW.is_file(), reason="no H100 mix run in this checkout")
+def test_the_read_cap_predicts_three_register_ffmas_it_was_not_chosen_on(pts):
+    """ffma3 was measured after the cap was chosen on the integer adds (and before its
+    adoption): with the committed cap its points are predicted far better than without."""
+    rec = interplay.load()
+    allm = interplay.measured()
+    on = interplay.with_costs(_bare(), rec["hmma_issue_cycles"], rec["tensor_issue_steal"])
+    capped = dataclasses.replace(on, rf_reads_per_clk=rec["rf_read_cap"]["chosen"]["rf_reads_per_clk"],
+                                 rf_read_depth=rec["rf_read_cap"]["chosen"]["rf_read_depth"])
+    sel = [p for p in pts if p[0] == "ffma3" and p[1] in (2, 4) and p in allm]
+    err = lambda m: sum(abs(interplay.rate(pts[p], m) / allm[p] - 1) for p in sel) / len(sel)
+    assert len(sel) == 4 and err(capped) < 0.5 * err(on)

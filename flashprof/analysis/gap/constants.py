@@ -34,7 +34,7 @@ FLOP_PER_HMMA = 2 * 16 * 8 * 16
 # GA102, plus the L2 hit latency (near vs far partition); the sensitivity table varies each
 # by +-20 %. The L1 latency and the L2 bandwidth are measured (gpus.json sources).
 SENSITIVE = ("smem_latency", "l2_latency", "mufu_latency", "barrier_latency", "mio_queue_depth",
-             "lsu_per_clk_sm", "hmma_issue_cycles", "tensor_issue_steal")
+             "lsu_per_clk_sm", "hmma_issue_cycles", "tensor_issue_steal", "rf_reads_per_clk", "rf_read_depth")
 # ceilings.json latency names -> Machine fields (cycles). cp_async_wait is a 16-byte
 # cp.async from L2 + commit + wait_group 0 (kernels/ceilings/latency.cuh): the LDGSTS
 # completion the scheduler charges as ``l2_latency``.
@@ -149,7 +149,8 @@ class Machine:
         return max(0.0, (g1 or 0.0) - self.wgmma_cycles(128, rs))
 
     def scaled(self, name: str, factor: float) -> "Machine":
-        return replace(self, **{name: getattr(self, name) * factor})
+        v = getattr(self, name)
+        return self if v is None else replace(self, **{name: v * factor})  # None: the cost is off
 
 
 def _v(entry) -> float:
@@ -238,8 +239,11 @@ def _interplay(path: Path, sources: dict, assumed_for: str | None = None) -> dic
         v = data.get(name)
         if isinstance(v, (int, float)) and math.isfinite(v) and v >= 0:
             out[name] = float(v)
+            # the held-out error of the model as used: with the register-file cap where it was adopted
+            rf = data.get("rf_read_cap") or {}
+            held = (rf.get("chosen") or {}).get("held_out_mae_pct") if rf.get("adopted") else data.get("held_out_mae_pct")
             sources[name] = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (ceilings mix, "
-                             f"held-out error {data.get('held_out_mae_pct', float('nan')):.1f} %) = {v:g}"
+                             f"held-out error {held if held is not None else float('nan'):.1f} %) = {v:g}"
                              + (f"; on the H200, assumed unchanged for the {assumed_for} (not measured there)"
                                 if assumed_for else ""))
     return out

@@ -2,8 +2,9 @@
 carried into the issue model (issue 31's first candidate mechanism).
 
 The microbenchmark (kernels/ceilings/mix.cuh) runs HMMA.16816.F32 at full rate, 4 warps per
-scheduler, with K FFMA, IMAD or MUFU.EX2 after every HMMA (K = 0..8), with and without
-operand reuse; ``reports/<gpu>/mma_mix/mma_mix.csv`` has its measured HMMA rate per point.
+scheduler, with K FFMA, IMAD, MUFU.EX2, FMNMX, integer adds or three-register FFMAs after
+every HMMA (K = 0..8), with and without operand reuse; ``reports/<gpu>/mma_mix/mma_mix.csv``
+has its measured HMMA rate per point (completed by a same-chip GPU's run: ``SAME_CHIP``).
 The scheduler run on the benchmark's own loops (``reports/sass/ceilings/``: the compiler's
 control codes included) gives the rate of independent issue slots and pipes. Hardware
 is slower: 9 % at one FFMA per HMMA, 27 % at four. Two costs, both in ``Machine``, close that:
@@ -15,9 +16,10 @@ is slower: 9 % at one FFMA per HMMA, 27 % at four. Two costs, both in ``Machine`
   register-file operand path is the likely resource; the benchmark cannot tell).
 
 ``derive`` picks both on a grid: the pair with the smallest mean error over the FFMA points
-with operand reuse (6 points: the *fit* set), then reports the error over the other 30
-points (IMAD, MUFU.EX2, FFMA without reuse: different SASS, different pipes: the *held-out*
-set) beside the model without either cost. It writes ``reports/<gpu>/mma_mix/interplay.json``,
+with operand reuse (6 points: the *fit* set), then reports the error over every other point
+(different SASS, different pipes: the *held-out* set) beside the model without either cost.
+A third, the register-file read cap (``GRID_RF``, ``in_rf_fit``), is chosen on its own fit
+set and adopted only where it lowers the held-out error by ``ADOPT_GAIN_PP``. It writes ``reports/<gpu>/mma_mix/interplay.json``,
 which ``constants.machine`` reads for that GPU. No kernel's time and no published number is
 used: only the microbenchmark's rates.
 """
@@ -35,10 +37,15 @@ from flashprof.analysis.gap.controls import main_loop, parse
 from flashprof.analysis.gap.data import REPO
 from flashprof.analysis.gap.loops import listing_lines
 from flashprof.analysis.gap.scheduler import rf_reads, simulate
-from flashprof.kernels.gpus import SHIPPED
+from flashprof.kernels.gpus import GPUS, SHIPPED
 
 SASS_FILE = REPO / "reports" / "sass" / "ceilings" / "mma_mix_sm_90a.sass"
 MEASURED = REPO / SHIPPED.reports / "mma_mix" / "mma_mix.csv"
+# The same microbenchmark on the other GPUs of the shipped GPU's chip (same SM: per-clock rates
+# agree), read for the points the shipped GPU's own run lacks; ``cross_check`` records how
+# close the shared points are.
+SAME_CHIP = tuple(REPO / g.reports / "mma_mix" / "mma_mix.csv" for g in GPUS
+                  if g.chip == SHIPPED.chip and g.slug != SHIPPED.slug)
 RESULT = REPO / SHIPPED.reports / "mma_mix" / "interplay.json"
 WARPS_PER_SCHEDULER = 4  # kernels/ceilings/common.cuh kWarpsPerScheduler: the mix runs' occupancy
 KINDS = {0: "none", 1: "ffma", 2: "imad", 3: "ex2", 4: "fmnmx", 5: "iadd", 6: "ffma3"}  # mix.cuh MixKind
@@ -94,12 +101,37 @@ def points(path: Path = SASS_FILE) -> dict[tuple[str, int, bool], list]:
     return {point_of(fn): body for fn, body in parse(path.read_text()).items() if point_of(fn)}
 
 
-def measured(path: Path = MEASURED) -> dict[tuple[str, int, bool], float]:
-    """Measured HMMA.16816 per SM clock per point (the mma_mix table)."""
+def _table(path: Path) -> dict[tuple[str, int, bool], float]:
     import pandas as pd
 
     df = pd.read_csv(path)
     return {(r.kind, int(r.k), bool(r.reuse)): float(r.hmma_per_clk_sm) for r in df.itertuples()}
+
+
+def measured(path: Path = MEASURED, same_chip=SAME_CHIP) -> dict[tuple[str, int, bool], float]:
+    """Measured HMMA.16816 per SM clock per point (the mma_mix table), completed by the
+    same-chip tables for points it lacks."""
+    out = _table(path)
+    for other in same_chip:
+        if Path(other).is_file():
+            for p, v in _table(Path(other)).items():
+                out.setdefault(p, v)
+    return out
+
+
+def provenance(path: Path = MEASURED, same_chip=SAME_CHIP) -> dict:
+    """Which table each point came from, and the shared points' largest difference (%)."""
+    own = _table(path)
+    out = {"points_from": {str(path.relative_to(REPO)): len(own)}, "cross_check": {}}
+    for other in same_chip:
+        if Path(other).is_file():
+            t = _table(Path(other))
+            shared = [p for p in t if p in own]
+            out["points_from"][str(Path(other).relative_to(REPO))] = sum(1 for p in t if p not in own)
+            out["cross_check"][str(Path(other).relative_to(REPO))] = {
+                "shared_points": len(shared),
+                "max_abs_diff_pct": max((abs(100 * (t[p] / own[p] - 1)) for p in shared), default=None)}
+    return out
 
 
 def rate(body, m: Machine) -> float:
@@ -169,6 +201,7 @@ def derive(gpu_key: str = SHIPPED.model_key, grid_hold=GRID_HOLD, grid_steal=GRI
         "what": "issue interplay beside HMMA.16816.F32, from the ceilings mix microbenchmark "
                 "(analysis/gap/interplay.py)",
         "gpu_key": gpu_key, "measured": str(MEASURED.relative_to(REPO)), "sass": str(SASS_FILE.relative_to(REPO)),
+        "measured_provenance": provenance(),
         "hmma_issue_cycles": best["hmma_issue_cycles"], "tensor_issue_steal": best["tensor_issue_steal"],
         "fit_set": "FFMA with operand reuse, K = 1..8 (6 points)",
         "fit_mae_pct": best["fit_mae_pct"], "held_out_mae_pct": best["held_out_mae_pct"],

@@ -57,6 +57,7 @@ def mix_frame(records: list[dict], peaks: dict[str, float]) -> pd.DataFrame:
     interval = HMMA_FLOP * SCHEDULERS / peaks["mma_f16_f32"]          # cycles per HMMA per scheduler
     per_sched = {  # warp instructions per cycle per scheduler of the interleaved pipe
         "ffma": peaks["ffma"] / 2 / WARP / SCHEDULERS,
+        "ffma3": peaks["ffma"] / 2 / WARP / SCHEDULERS,  # the same FFMA, three registers read
         "imad": peaks["ffma"] / 2 / WARP / SCHEDULERS,  # assumed: IMAD at the FMA pipe's rate
         "ex2": peaks["mufu_ex2"] / WARP / SCHEDULERS,
         "fmnmx": ALU_LANES / WARP / SCHEDULERS,
