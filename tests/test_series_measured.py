@@ -168,3 +168,15 @@ def test_the_loops_the_model_runs_account_for_the_instructions_each_report_execu
     rest = (code.total_insts - len(code.body)) * code.warps * ctas
     assert 0.93 * executed < loop <= executed * 1.01
     assert loop + rest == pytest.approx(executed, rel=0.03)
+
+
+def test_the_readme_quotes_the_committed_cycle_errors(result):
+    """README's sentence on the series' kernels: the MAPE and FA2's error are the committed ones."""
+    text = " ".join((REPO / "README.md").read_text().split())
+    m = re.search(r"cycles within ([\d.]+) % \(MAPE over the (\d+) kernels and FA2\) but FA2's own ([\d.]+) % too fast", text)
+    assert m, "README no longer states the series' cycle errors"
+    rows = result[0]["rows"]
+    mape = sum(abs(r["cycles_error_pct"]) for r in rows) / len(rows)
+    fa2 = next(r for r in rows if r["listing"] == "ref")["cycles_error_pct"]
+    assert float(m.group(1)) == pytest.approx(mape, abs=0.05) and int(m.group(2)) == len(rows) - 1
+    assert fa2 < 0 and float(m.group(3)) == pytest.approx(-fa2, abs=0.05)
