@@ -217,3 +217,19 @@ def test_the_read_cap_predicts_three_register_ffmas_it_was_not_chosen_on(pts):
     sel = [p for p in pts if p[0] == "ffma3" and p[1] in (2, 4) and p in allm]
     err = lambda m: sum(abs(interplay.rate(pts[p], m) / allm[p] - 1) for p in sel) / len(sel)
     assert len(sel) == 4 and err(capped) < 0.5 * err(on)
+
+
+def test_same_bank_reads_worked_by_hand():
+    body = _insts("""
+        HMMA.16816.F32 R16, R20, R2, R16
+        FFMA R1, R2, R4, R6
+        FADD R3, R5, R7
+        FMUL R8, R9, R10
+        FFMA R11, R12, R12.reuse, R14
+        FFMA R13, R15, R12, R17
+    """)
+    # FFMA R2 R4 R6: three reads in bank 0 -> 2 extra; FADD R5 R7: bank 1 twice -> 1;
+    # FMUL R9 / R10: one per bank -> 0; FFMA R12 R12 R14: distinct R12, R14 (bank 0) -> 1;
+    # FFMA R15 R12 R17: R12 in slot 2 comes from the cache the previous FFMA filled there,
+    # leaving R15 and R17 (bank 1) -> 1. HMMA operands are not counted. 5 extra over 1 HMMA.
+    assert interplay.same_bank_reads(body) == 5.0

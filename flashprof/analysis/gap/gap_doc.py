@@ -207,7 +207,23 @@ def _series_here_verdict(res: list[dict]) -> str:
                       f"{_f(s['spearman'], '{:.2f}')}; baselines {_f(s['baseline_100_mae_pp'])} / "
                       f"{_f(s['baseline_mean_mae_pp'])} pp." for s in on["skill"] if s is not a)
             + (f" FA2's own SM cycles are predicted {_f(ref['cycles_error_pct'], '{:+.1f}')} %: that error is in "
-               "every % of FA2 above." if ref else ""))
+               "every % of FA2 above." if ref else "")
+            + _same_bank_lead(on["rows"]))
+
+
+def _same_bank_lead(rows: list[dict]) -> str:
+    """The unmodelled candidate the reports point at: same-bank register reads (interplay.same_bank_reads)."""
+
+    have = [r for r in rows if r.get("same_bank_extra_per_hmma") is not None]
+    ref = next((r for r in have if r["listing"] == REF), None)
+    others = [r["same_bank_extra_per_hmma"] for r in have if r["listing"] != REF]
+    if ref is None or not others:
+        return ""
+    rho = spearman([r["same_bank_extra_per_hmma"] for r in have], [r["cycles_error_pct"] for r in have])
+    return (f" Not modelled, the lead: FA2's loop has {ref['same_bank_extra_per_hmma']:.2f} same-bank register reads "
+            f"per HMMA beyond one per bank (two banks assumed; the series' kernels {min(others):.2f}–{max(others):.2f}); "
+            f"over all {len(have)} rows that count ranks against the cycles error at {rho:.2f} (Spearman). No "
+            "microbenchmark has measured a bank-conflict cost yet.")
 
 
 def _series_here_table(res: list[dict], rows: list[dict]) -> list[str]:

@@ -49,6 +49,7 @@ SAME_CHIP = tuple(REPO / g.reports / "mma_mix" / "mma_mix.csv" for g in GPUS
 RESULT = REPO / SHIPPED.reports / "mma_mix" / "interplay.json"
 WARPS_PER_SCHEDULER = 4  # kernels/ceilings/common.cuh kWarpsPerScheduler: the mix runs' occupancy
 KINDS = {0: "none", 1: "ffma", 2: "imad", 3: "ex2", 4: "fmnmx", 5: "iadd", 6: "ffma3"}  # mix.cuh MixKind
+_SRC = re.compile(r"\b(R\d+)(\.reuse)?\b")  # a source register operand (RZ is not R<n>)
 _NAME = re.compile(r"k_mma_mixILi(\d)ELi(\d)ELb([01])E")
 GRID_HOLD = (1.0, 2.0, 3.0, 4.0)
 GRID_STEAL = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7)
@@ -144,6 +145,38 @@ def rate(body, m: Machine) -> float:
 def reads_per_hmma(body) -> float:
     """Warp-register reads (scheduler.rf_reads) per HMMA of one mix loop."""
     return sum(rf_reads(list(body))) / sum(1 for i in body if i.base == "HMMA")
+
+
+def same_bank_reads(body) -> float:
+    """Extra register-file reads per HMMA that a two-bank register file (bank = register
+    number mod 2) would serialise: per non-HMMA instruction, its distinct source registers not
+    served by the reuse cache (``scheduler.rf_reads``' cache), those beyond one per bank. Not a
+    modelled cost (no microbenchmark has measured it): a candidate the series reports point at."""
+    body = list(body)
+    cache: dict = {}
+    extra = 0
+    for lap in range(2):
+        for i in body:
+            regs = []
+            for slot, op in enumerate(x.strip() for x in i.operands.split(",")):
+                if slot == 0 and i.dests():
+                    continue
+                m = _SRC.search(op)
+                if not m:
+                    continue
+                reg, flagged = m.group(1), bool(m.group(2))
+                key = (slot, int(reg[1:]) % 2)
+                hit = cache.get(key) == reg
+                if flagged:
+                    cache[key] = reg
+                elif hit:
+                    del cache[key]
+                if not hit and i.base != "HMMA":
+                    regs.append(int(reg[1:]))
+            if lap:
+                per_bank = [sum(1 for r in set(regs) if r % 2 == b) for b in (0, 1)]
+                extra += max(0, max(per_bank) - 1)
+    return extra / max(1, sum(1 for i in body if i.base == "HMMA"))
 
 
 def with_costs(m: Machine, hold: float, steal: float) -> Machine:

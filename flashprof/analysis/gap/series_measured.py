@@ -186,6 +186,7 @@ def skill(rows: list[dict], tiles: str) -> dict:
 def predict(gpu: str, ev: dict, interplay: bool = True, seeds=SEEDS) -> list[dict]:
     from flashprof.analysis.gap import issue_report as ir
     from flashprof.analysis.gap.constants import machine
+    from flashprof.analysis.gap.interplay import same_bank_reads
     from flashprof.analysis.gap.loops import fa2_loop
 
     key = by_slug(gpu).model_key
@@ -212,13 +213,15 @@ def predict(gpu: str, ev: dict, interplay: bool = True, seeds=SEEDS) -> list[dic
                      "pred_tensor_pct": r["pipe_pct"]["tensor"], "meas_tensor_pct": e["tensor_pipe_pct"],
                      "pred_issue_pct": r["issue_pct"], "meas_issue_active_pct": e["issue_active_pct"],
                      "pred_stalls": r["stalls"], "meas_stalls": e["stalls"], "report": e["report"],
-                     "clock_ghz": e["clock_ghz"], "sass": code.source})
+                     "clock_ghz": e["clock_ghz"], "sass": code.source,
+                     "same_bank_extra_per_hmma": same_bank_reads(code.body)})
     rows.append({"listing": REF, "kernel": 0, "tiles": "both", "measured_pct": 100.0, "predicted_pct": 100.0,
                  "cycles_error_pct": 100 * (ref["pred_cycles"] / ev[REF]["cycles"] - 1), "conflict": ref_conf,
                  "pred_tensor_pct": ref["pipe_pct"]["tensor"], "meas_tensor_pct": ev[REF]["tensor_pipe_pct"],
                  "pred_issue_pct": ref["issue_pct"], "meas_issue_active_pct": ev[REF]["issue_active_pct"],
                  "pred_stalls": ref["stalls"], "meas_stalls": ev[REF]["stalls"], "report": ev[REF]["report"],
-                 "clock_ghz": ev[REF]["clock_ghz"], "sass": ref_code.source})
+                 "clock_ghz": ev[REF]["clock_ghz"], "sass": ref_code.source,
+                 "same_bank_extra_per_hmma": same_bank_reads(ref_code.body)})
     return rows
 
 
