@@ -36,7 +36,7 @@ from flashprof.analysis.gap.constants import SUBPARTITIONS, Machine, machine
 from flashprof.analysis.gap.controls import main_loop, parse
 from flashprof.analysis.gap.data import REPO
 from flashprof.analysis.gap.loops import listing_lines
-from flashprof.analysis.gap.scheduler import rf_reads, simulate
+from flashprof.analysis.gap.scheduler import rf_reads, simulate, source_reads
 from flashprof.kernels.gpus import GPUS, SHIPPED
 
 SASS_FILE = REPO / "reports" / "sass" / "ceilings" / "mma_mix_sm_90a.sass"
@@ -49,7 +49,6 @@ SAME_CHIP = tuple(REPO / g.reports / "mma_mix" / "mma_mix.csv" for g in GPUS
 RESULT = REPO / SHIPPED.reports / "mma_mix" / "interplay.json"
 WARPS_PER_SCHEDULER = 4  # kernels/ceilings/common.cuh kWarpsPerScheduler: the mix runs' occupancy
 KINDS = {0: "none", 1: "ffma", 2: "imad", 3: "ex2", 4: "fmnmx", 5: "iadd", 6: "ffma3"}  # mix.cuh MixKind
-_SRC = re.compile(r"\b(R\d+)(\.reuse)?\b")  # a source register operand (RZ is not R<n>)
 _NAME = re.compile(r"k_mma_mixILi(\d)ELi(\d)ELb([01])E")
 GRID_HOLD = (1.0, 2.0, 3.0, 4.0)
 GRID_STEAL = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7)
@@ -150,32 +149,14 @@ def reads_per_hmma(body) -> float:
 def same_bank_reads(body) -> float:
     """Extra register-file reads per HMMA that a two-bank register file (bank = register
     number mod 2) would serialise: per non-HMMA instruction, its distinct source registers not
-    served by the reuse cache (``scheduler.rf_reads``' cache), those beyond one per bank. Not a
+    served by the reuse cache (``scheduler.source_reads``), those beyond one per bank. Not a
     modelled cost (no microbenchmark has measured it): a candidate the series reports point at."""
     body = list(body)
-    cache: dict = {}
     extra = 0
-    for lap in range(2):
-        for i in body:
-            regs = []
-            for slot, op in enumerate(x.strip() for x in i.operands.split(",")):
-                if slot == 0 and i.dests():
-                    continue
-                m = _SRC.search(op)
-                if not m:
-                    continue
-                reg, flagged = m.group(1), bool(m.group(2))
-                key = (slot, int(reg[1:]) % 2)
-                hit = cache.get(key) == reg
-                if flagged:
-                    cache[key] = reg
-                elif hit:
-                    del cache[key]
-                if not hit and i.base != "HMMA":
-                    regs.append(int(reg[1:]))
-            if lap:
-                per_bank = [sum(1 for r in set(regs) if r % 2 == b) for b in (0, 1)]
-                extra += max(0, max(per_bank) - 1)
+    for i, regs in zip(body, source_reads(body)):
+        if i.base != "HMMA":
+            read = {int(r[1:]) for _slot, r, hit in regs if not hit}
+            extra += max(0, max(sum(1 for r in read if r % 2 == b) for b in (0, 1)) - 1)
     return extra / max(1, sum(1 for i in body if i.base == "HMMA"))
 
 

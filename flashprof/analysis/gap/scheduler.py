@@ -132,16 +132,16 @@ def _operand_widths(i: Inst) -> dict[int, int]:
     return {1: max(1, mm * kk // 64), 2: max(1, nn * kk // 64), 3: 4 if ".F32" in i.op else 2}
 
 
-def rf_reads(body: list[Inst]) -> list[float]:
-    """Warp-register reads per instruction of a loop body, in steady state (the reuse cache
-    carried around the loop: the body is walked twice and the second pass kept)."""
+def source_reads(body: list[Inst]) -> list[list[tuple[int, str, bool]]]:
+    """Per instruction of a loop body, in steady state (the reuse cache carried around the
+    loop: the body is walked twice and the second pass kept), its source registers as
+    (operand slot, register, served by the reuse cache); RZ is not a read."""
     cache: dict[tuple[int, int], str] = {}
-    out: list[float] = []
+    out: list[list[tuple[int, str, bool]]] = []
     for lap in range(2):
         for i in body:
-            widths = _operand_widths(i)
             skip_first = bool(i.dests())
-            n = 0
+            regs = []
             for slot, op in enumerate(x.strip() for x in i.operands.split(",")):
                 if slot == 0 and skip_first:
                     continue
@@ -150,15 +150,21 @@ def rf_reads(body: list[Inst]) -> list[float]:
                     continue
                 reg, flagged = m.group(1), bool(m.group(2))
                 key = (slot, int(reg[1:]) % 2)
-                if cache.get(key) != reg:
-                    n += widths.get(slot, 1)
+                hit = cache.get(key) == reg
                 if flagged:
                     cache[key] = reg
-                elif cache.get(key) == reg:
+                elif hit:
                     del cache[key]
+                regs.append((slot, reg, hit))
             if lap:
-                out.append(float(n))
+                out.append(regs)
     return out
+
+
+def rf_reads(body: list[Inst]) -> list[float]:
+    """Warp-register reads per instruction of a loop body, in steady state (source_reads)."""
+    return [float(sum(_operand_widths(i).get(slot, 1) for slot, _r, hit in regs if not hit))
+            for i, regs in zip(body, source_reads(body))]
 
 
 def pipe(i: Inst) -> str:
