@@ -135,3 +135,43 @@ def test_what_if_cli_bad_change_is_one_line():
                        capture_output=True, text=True, cwd=REPO, timeout=300)
     assert p.returncode != 0 and "Traceback" not in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and "unknown what-if change" in p.stderr
+
+
+def test_tile_loop_is_the_smallest_range_around_the_kv_loop_without_an_exit():
+    texts = ["MOV R0, R1", "HMMA.16816.F32 R4, R8, R10, R4", "BRA 0x10",    # KV loop: 0x10-0x20
+             "STG.E [R2], R4", "BRA 0x0",                                        # tiles: 0x0-0x40
+             "BRA 0x0", "EXIT"]                                                   # a wider range
+    insts = _body(texts)
+    assert controls.tile_loop(insts, 1, 2) == (0, 4)
+    assert controls.tile_loop(_body(["MOV R0, R1", "HMMA.16816.F32 R4, R8, R10, R4", "BRA 0x10", "EXIT"]), 1, 2) is None
+    with_exit = _body(["MOV R0, R1", "HMMA.16816.F32 R4, R8, R10, R4", "BRA 0x10", "EXIT", "BRA 0x0"])
+    assert controls.tile_loop(with_exit, 1, 2) is None
+
+
+def test_the_persistent_kernel7s_accounting_is_what_its_report_executed():
+    """The shipped kernel 7 loops over tiles in each CTA: per tile and consumer warp, the KV loop
+    runs the trips its FLOP leaves after the peeled first / last GEMMs, and the per-tile code
+    outside it runs once. Both against the report's own per-instruction execution counts
+    (ncu_report's inst_executed per PC) over the loop file's spans."""
+    import json as _json
+    import ncu_report
+
+    side = _json.loads((REPO / "reports/h200/kernel7.json").read_text())
+    code = kernel_loop("7", "sm_90", side["config_slug"])
+    head = dict(re.findall(r"^#\s*(\w+):\s*(.*)$", (REPO / code.source).read_text(), re.M))
+    lo, hi = (int(x, 16) for x in head["loop_span"].split("-"))
+    t_lo, t_hi = (int(x, 16) for x in head["tile_loop_span"].split("-"))
+    a = ncu_report.load_report(str(REPO / "reports/h200/kernel7.ncu-rep")).range_by_idx(0).action_by_idx(0)
+    m = a.metric_by_name("inst_executed")
+    ids = m.correlation_ids()
+    per_pc = {int(ids.value(i)): float(m.value(i) or 0) for i in range(m.num_instances())}
+    base = min(per_pc)
+    in_loop = sum(v for pc, v in per_pc.items() if lo <= pc - base <= hi)
+    in_tile = sum(v for pc, v in per_pc.items() if t_lo <= pc - base <= t_hi) - in_loop
+    s = side["shape"]
+    tiles, warps = s["batch"] * s["heads"] * s["seq"] // code.B_r, code.warps
+    trips = (4.0 * code.B_r * s["seq"] * 128 - code.tile_flop_per_warp * warps) / (
+        sum(flop_per_warp(i) for i in code.body) * warps)
+    assert trips == 31 and in_loop == trips * len(code.body) * warps * tiles
+    assert in_tile / (warps * tiles) == pytest.approx(code.tile_insts, rel=0.03)
+    assert code.tile_insts < code.total_insts - len(code.body) - 300  # the producer's code is not per tile

@@ -24,6 +24,9 @@ CEILINGS = REPO / SHIPPED.reports / "ceilings.json"
 # The HMMA issue interplay derived from the mma_mix microbenchmark (analysis/gap/interplay.py).
 INTERPLAY = REPO / SHIPPED.reports / "mma_mix" / "interplay.json"
 _INTERPLAY_FIELDS = ("hmma_issue_cycles", "tensor_issue_steal", "rf_reads_per_clk", "rf_read_depth")
+# The FP32 cost beside a running HGMMA, from the wgmma mix microbenchmark (analysis/gap/
+# wgmma_interplay.py); HGMMA exists on sm_90a only.
+WGMMA_INTERPLAY = REPO / SHIPPED.reports / "wgmma_mix" / "wgmma_interplay.json"
 # The GPUs the measured interplay applies to: every mma.sync architecture the model runs.
 # Measured on the H200 (GH100); on GA100 / GA102 it is the hypothesis of issue 31 (the same
 # sub-partition issue path around HMMA), applied unchanged, never fitted to their numbers.
@@ -110,6 +113,10 @@ class Machine:
     # rf_reads counts them), from the same microbenchmark where derived; None: unlimited.
     rf_reads_per_clk: float | None = None
     rf_read_depth: float = 0.0  # cycles of reads that may queue ahead of the register file (operand collectors)
+    # Share of each sub-partition's FP32 datapaths a running HGMMA takes: an FP32 / IMAD
+    # instruction issued while one runs holds its datapath fp32_interval / (1 - share) cycles.
+    # Derived from the wgmma mix microbenchmark (analysis/gap/wgmma_interplay.py); 0: none.
+    wgmma_fp32_share: float = 0.0
     sources: dict = field(default_factory=dict, compare=False)
     # Constants read from an entry whose source names no citation and no measurement.
     fitted: tuple = field(default=(), compare=False)
@@ -165,7 +172,7 @@ def traceable(source, cited) -> bool:
 
 
 def machine(gpu_key: str, gpus: dict | None = None, ceilings: Path | None = CEILINGS,
-            interplay: Path | None = INTERPLAY) -> Machine:
+            interplay: Path | None = INTERPLAY, wgmma_interplay: Path | None = WGMMA_INTERPLAY) -> Machine:
     """The Machine of one gpus.json key (KeyError with the known keys if absent)."""
     gpus = gpus or load_gpus(GPUS_FILE)
     if gpu_key not in gpus["gpus"]:
@@ -197,6 +204,8 @@ def machine(gpu_key: str, gpus: dict | None = None, ceilings: Path | None = CEIL
         fields.update(_measured(Path(ceilings), fields["sources"]))
     if g["arch"] in INTERPLAY_ARCHS and interplay is not None and Path(interplay).is_file():
         fields.update(_interplay(Path(interplay), fields["sources"], None if g["arch"] == "sm_90" else g["name"]))
+    if g["arch"] == "sm_90" and wgmma_interplay is not None and Path(wgmma_interplay).is_file():
+        fields.update(_wgmma_interplay(Path(wgmma_interplay), fields["sources"]))
     read = {n: g[n].get("source") if isinstance(g[n], dict) else None for n in READ}
     read.update(fields["sources"])
     fields["fitted"] = tuple(sorted(n for n, src in read.items() if not traceable(src, gpus.get("sources", {}))))
@@ -247,6 +256,21 @@ def _interplay(path: Path, sources: dict, assumed_for: str | None = None) -> dic
                              + (f"; on the H200, assumed unchanged for the {assumed_for} (not measured there)"
                                 if assumed_for else ""))
     return out
+
+
+def _wgmma_interplay(path: Path, sources: dict) -> dict:
+    """wgmma_fp32_share where the wgmma mix derivation adopted it."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    v = data.get("wgmma_fp32_share")
+    if not data.get("adopted") or not isinstance(v, (int, float)) or not 0 <= v < 1:
+        return {}
+    held = (data.get("chosen") or {}).get("held_out_mae_pct", float("nan"))
+    sources["wgmma_fp32_share"] = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (ceilings wgmix, "
+                                   f"held-out error {held:.1f} %) = {v:g}")
+    return {"wgmma_fp32_share": float(v)}
 
 
 def occupancy(m: Machine, regs_per_thread: int, smem_bytes: int, warps_per_cta: int) -> dict:

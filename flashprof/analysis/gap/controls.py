@@ -175,6 +175,24 @@ def main_loop(insts: list[Inst], marker: str = "HMMA") -> tuple[int, int]:
     return span
 
 
+def tile_loop(insts: list[Inst], lo: int, hi: int) -> tuple[int, int] | None:
+    """The smallest backward-branch range that strictly encloses the KV loop [lo, hi] and holds
+    no EXIT: a persistent kernel's loop over tiles (its per-tile prologue and epilogue are the
+    instructions of that range outside the KV loop), or None."""
+    index = {i.addr: k for k, i in enumerate(insts)}
+    best = None
+    for k, i in enumerate(insts):
+        t = i.branch_target()
+        if t is None or t >= i.addr or t not in index:
+            continue
+        a = index[t]
+        if a > lo or k < hi or (a, k) == (lo, hi) or any(j.base == "EXIT" for j in insts[a:k + 1]):
+            continue
+        if best is None or k - a < best[1] - best[0]:
+            best = (a, k)
+    return best
+
+
 def first_consumer_waits(insts: list[Inst]) -> list[tuple[Inst, Inst, bool]]:
     """For every instruction with a write barrier, the next instruction (straight-line,
     within 64 instructions, stopping at a branch or a rewrite of the register) that reads

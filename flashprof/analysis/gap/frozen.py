@@ -54,6 +54,7 @@ def input_paths() -> list[Path]:
              *sorted(sass.glob("series/*_sm_80.sass")), *sorted(sass.glob("series/fa2_official_sm80*.sass")),
              GPUS_FILE, PUBLISHED_FILE, REPO / SHIPPED.reports / "ceilings.json",
              REPO / SHIPPED.reports / "mma_mix" / "interplay.json",
+             REPO / SHIPPED.reports / "wgmma_mix" / "wgmma_interplay.json",
              KERNELS_PKG / "config.py", *(here / c for c in _CODE), *default_report_paths()]
     return sorted(dict.fromkeys(Path(p) for p in files))
 

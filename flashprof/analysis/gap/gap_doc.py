@@ -32,6 +32,24 @@ SERIES_HERE = frozen.DIR / "series_h200.json"
 SERIES_GPUS = tuple(PUBLISHED_KEY)  # the GPUs with published numbers (model keys, kernels/gpus.py)
 
 
+
+def _wgmma_mix_sentence(spread: float) -> str:
+    """What the wgmma mix microbenchmark says of kernel 7's error (wgmma_interplay.json), or ''."""
+    from flashprof.analysis.gap import wgmma_interplay
+
+    rec = wgmma_interplay.load()
+    soft = ((rec or {}).get("second_run") or {}).get("points", {})
+    if not rec or not rec.get("adopted") or not soft:
+        return ""
+    errs = ", ".join(f"{v['error_pct']:+.1f}" for _, v in sorted(soft.items(), key=lambda kv: int(kv[0].split("_k")[1]))
+                     if "_softmax_" in _)
+    return (f" Its softmax runs beside its HGMMAs: the measured FP32 cost of that (`wgmma_fp32_share` "
+            f"{rec['wgmma_fp32_share']:g}, from the wgmma mix microbenchmark) predicted kernel 7's softmax mix there "
+            f"before it was measured ({errs} % at 10-40 instructions per HGMMA), so the instruction costs hold; "
+            "what remains is how the loop's two warpgroups settle: most seeds lock them in phase (both softmaxes "
+            "at once, the tensor pipe idle meanwhile), and the loop's cycles differ by up to "
+            f"{spread:.0f} % between seeds.")
+
 def _name(rows: list[dict], key: str) -> str:
     """The GPU's name as the rows carry it, without the vendor prefix."""
     name = next((r.get("gpu") for r in rows if r["gpu_key"] == key and r.get("gpu")), key)
@@ -94,7 +112,8 @@ def render(recs: list[dict], whatif: list[dict] | None = None, wgmma_check: pd.D
         out.append(f"- **The shipped wgmma kernel 7 on the {_name(rows, H200)}**: predicted {_f(k7['pred_pct_of_fa2'])} ± "
                    f"{_f(k7['pred_pct_sd'])} % of FA2, measured {_f(k7['observed_pct'])} % ({_f(k7['error_pp'], '{:+.1f}')} pp); "
                    f"top stalls predicted {top(k7['pred_stalls'])}, measured {top(meas)}; tensor active "
-                   f"{_f(k7['pred_tensor_active_pct'])} % predicted, {_f(k7['measured_tensor_active_pct'])} % measured.")
+                   f"{_f(k7['pred_tensor_active_pct'])} % predicted, {_f(k7['measured_tensor_active_pct'])} % measured."
+                   + _wgmma_mix_sentence(k7.get("loop_spread_pct") or 0.0))
     for key in SERIES_GPUS:
         sk = skill([r for r in rows if r["gpu_key"] == key and r["binary"] == "series"])
         s = summ.get((key, "series"), {})

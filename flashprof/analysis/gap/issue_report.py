@@ -6,6 +6,8 @@ Whole-kernel time, in SM cycles, for the benchmark shape (B16 H16 S4096 d128 fp1
     waves = ceil(CTAs / (SMs * CTAs per SM));
     per wave = trips * loop cycles (simulated, all resident CTAs together, trips = S/B_c)
                + tail, tail = loop cycles * (non-loop instructions / loop instructions);
+    a persistent kernel (one CTA per SM looping over tiles): a wave is a tile, its tail the
+    per-tile instructions of the loop over tiles, and trips the FLOP left to the KV loop;
     T = waves * per wave.  % of FA2 = 100 * T(FA2) / T(kernel), same GPU and clock.
 The bank-conflict factor of shared-memory wavefronts (kernel 1 is unswizzled) comes from
 the H200 reports of the same algorithm: wavefronts / (wavefronts - bank conflicts).
@@ -54,6 +56,9 @@ STALL_GROUPS = {
     # the wgmma kernel 7, 96 % of its barrier samples sit on its two WARPGROUP.DEPBAR PCs.
     "barrier": (("barrier", "wgmma wait"), ("barrier",)),
     "not_selected": (("not selected",), ("not_selected",)),
+    # an HMMA's dispatch cycles, the register-file read cap, and an FP32 instruction held back
+    # by a running HGMMA (the wgmma mix benchmark: Nsight samples those as dispatch_stall)
+    "dispatch": (("dispatch", "register file"), ("dispatch_stall",)),
 }
 STALL_METRIC = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
 
@@ -112,6 +117,12 @@ def _kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0, seeds=None,
     body_flop = sum(flop_per_warp(i) for i in code.body)
     trips = 4.0 * code.B_r * seq * 128 / (body_flop * code.warps)
     tail = loop * (code.total_insts - len(code.body)) / len(code.body)
+    if code.tile_insts is not None:
+        # a persistent kernel: its CTAs loop over tiles; per tile, the KV loop runs for the
+        # FLOP its peeled first / last GEMMs leave, and the per-tile code outside the loop is
+        # the tail (the producer warp's code and the once-per-CTA setup run beside it)
+        trips = (4.0 * code.B_r * seq * 128 - code.tile_flop_per_warp * code.warps) / (body_flop * code.warps)
+        tail = loop * code.tile_insts / len(code.body)
     cycles = waves * (trips * loop + tail)
     flop = 4.0 * SHAPE["batch"] * SHAPE["heads"] * seq ** 2 * 128
     slots = sim["slots"]

@@ -16,7 +16,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from flashprof.analysis.gap.controls import Inst, SassError, main_loop, parse
+from flashprof.analysis.gap.controls import Inst, SassError, main_loop, parse, tile_loop
+from flashprof.analysis.gap.scheduler import flop_per_warp
 from flashprof.analysis.gap.data import REPO
 
 LOOP_DIR = REPO / "reports" / "sass" / "loops"
@@ -48,6 +49,10 @@ class LoopCode:
     B_r: int
     B_c: int
     source: str
+    # a persistent kernel: instructions of its loop over tiles outside the KV loop (per tile),
+    # and the FLOP one warp's copy of them does (the peeled first / last GEMMs); None: not one
+    tile_insts: int | None = None
+    tile_flop_per_warp: float = 0.0
 
     @property
     def flop_per_iter(self) -> float:
@@ -143,7 +148,9 @@ def kernel_loop(target: str, arch: str, slug: str) -> LoopCode:
     body = next(iter(parse(text).values()))
     return LoopCode(target, arch, tuple(body), int(h["total_instructions"]), int(h["registers"]),
                     int(h["smem_bytes"]), int(h["warps"]), int(h["B_r"]), int(h["B_c"]),
-                    str(path.relative_to(REPO)))
+                    str(path.relative_to(REPO)),
+                    int(h["tile_instructions"]) if "tile_instructions" in h else None,
+                    float(h.get("tile_flop_per_warp", 0.0)))
 
 
 def listing_lines(insts) -> list[str]:
@@ -172,12 +179,19 @@ def write_kernel_loops(jobs) -> list[Path]:
         insts = per_fn[fn]
         lo, hi = main_loop(insts, "HGMMA" if cfg.wgmma else "HMMA")
         stats = ptxas_report(log_path(cubin))[fn]
+        tile = tile_loop(insts, lo, hi) if cfg.persistent else None
         smem = cfg.smem_bytes
         lines = [f"# kernel config {cfg.slug}, {cfg.target_arch(arch)}, fp16: main KV loop of {fn}",
                  "# from: python -m flashprof.analysis.gap.loops (flashprof.kernels.sass.static static build, cuobjdump -sass)",
                  f"# total_instructions: {len(insts)}", f"# loop_span: {insts[lo].addr:#06x}-{insts[hi].addr:#06x}",
                  f"# registers: {stats.registers}", f"# smem_bytes: {smem}", f"# warps: {cfg.n_warps}",
-                 f"# B_r: {cfg.B_r}", f"# B_c: {cfg.B_c}", f"Function : {fn}"]
+                 f"# B_r: {cfg.B_r}", f"# B_c: {cfg.B_c}"]
+        if tile:
+            outside = insts[tile[0]:lo] + insts[hi + 1:tile[1] + 1]
+            lines += [f"# tile_loop_span: {insts[tile[0]].addr:#06x}-{insts[tile[1]].addr:#06x}",
+                      f"# tile_instructions: {len(outside)}",
+                      f"# tile_flop_per_warp: {sum(flop_per_warp(i) for i in outside):.0f}"]
+        lines.append(f"Function : {fn}")
         lines += listing_lines(insts[lo:hi + 1])
         path = LOOP_DIR / f"{cfg.slug}_{arch}.sass"
         path.write_text("\n".join(lines) + "\n")

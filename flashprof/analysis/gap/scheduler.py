@@ -31,7 +31,10 @@ HGMMA is ``Machine.wgmma_chain`` cycles old; it holds all four pipes ``Machine.w
 ``Machine.wgmma_drain`` cycles after its last HGMMA leaves the pipe (the measured latency of
 a group of one, SS or RS). While it runs, its shared-memory operands (A for SS, B always) take
 their bytes / 128 wavefronts out of the shared-memory data path, spread evenly over it: the
-other shared-memory instructions get the rest.
+other shared-memory instructions get the rest. While an HGMMA runs it also takes
+``Machine.wgmma_fp32_share`` of every sub-partition's FP32 datapaths (FP32 and IMAD instructions
+then hold theirs fp32_interval / (1 - share) cycles; a warp held back so counts as
+"dispatch", Nsight Compute's dispatch_stall, where the wgmma mix benchmark puts that cost).
 Shared memory serves one 128-byte wavefront per SM clock (LDSM.x4 / LDS.128 / STS.128 =
 4 wavefronts, times a bank-conflict factor given per kernel); completion = end of its
 wavefronts + ``smem_latency`` (LDSM on a GPU with a measured ``ldsm_latency``: a
@@ -250,6 +253,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     wg_chain: dict = {}                        # (cta, warpgroup) -> earliest start of its next HGMMA
     wg_pending: list[list[list]] = [[] for _ in warps]  # per warp: cells [finish time or None]
     smem_windows: list[tuple[float, float, float]] = []  # HGMMA operand reads: (start, end, share)
+    hgmma_windows: list[tuple[float, float, float]] = []  # HGMMAs on the tensor pipe: (start, end, 1)
     turn = {"order": sorted({(w.cta, (w.wid % warps_per_cta) // SUBPARTITIONS) for w in warps}), "k": 0,
             "committed": 0} if pingpong else None
     cta_pass = [0.0] * ctas
@@ -282,6 +286,10 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                     or (_not_my_turn(turn, w, body[w.pc], warps_per_cta) if turn is not None else None)
                     or ("register file" if reads[w.pc] and _held(rf_free[sp] - m.rf_read_depth, t) else None)
                     for w in cand]
+            if hgmma_windows and _taken(hgmma_windows, t):
+                # an FP32 instruction held back by the HGMMA's share of its datapaths: Nsight
+                # Compute samples it as dispatch_stall (the wgmma mix benchmark's signature)
+                whys = ["dispatch" if y == "fma pipe" else y for y in whys]
             if hold[sp] > t:  # an HMMA's dispatch cycles: ready warps wait ("dispatch")
                 for w, y in zip(cand, whys):
                     if w.it >= 1:
@@ -302,10 +310,10 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                 if p == "tensor":
                     _take(busy[sp], "tensor", t, m.hmma_interval)
                 elif p == "imad":
-                    _take(busy[sp], "fp32a", t, m.fp32_interval)
+                    _take(busy[sp], "fp32a", t, m.fp32_interval / _fp32_left(m, hgmma_windows, t))
                 elif p == "fp32":
                     unit = "fp32a" if m.fp32_halves == 1 or busy[sp]["fp32a"] <= busy[sp]["fp32b"] else "fp32b"
-                    _take(busy[sp], unit, t, m.fp32_interval)
+                    _take(busy[sp], unit, t, m.fp32_interval / _fp32_left(m, hgmma_windows, t))
                 elif p == "alu":
                     unit = "fp32b" if m.int_shares_fp32 else "alu"
                     _take(busy[sp], unit, t, m.alu_interval)
@@ -314,7 +322,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                     done = t + m.mufu_latency
                 elif p == "wgmma":
                     _issue_hgmma(w, t, shapes[w.pc], warps_per_cta, m, busy, wg_arrived, wg_chain,
-                                 wg_pending[w.wid], smem_windows)
+                                 wg_pending[w.wid], smem_windows, hgmma_windows)
                     if turn is not None and shapes[w.pc][3]:
                         turn["committed"] += 1  # the fourth warp's commit ends the turn
                 elif p in ("smem", "lsu"):
@@ -323,7 +331,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                         start = max(t, smem_free)
                         wf = waves[w.pc] * (conflict if i.base != "LDGSTS" else 1.0)
                         if smem_windows:
-                            wf /= max(0.05, 1.0 - _smem_taken(smem_windows, start))
+                            wf /= max(0.05, 1.0 - _taken(smem_windows, start))
                         smem_free = start + wf
                         smem_starts[sp].append(start)
                         if i.base == "LDGSTS":
@@ -394,7 +402,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     n_issued = warp_states.pop("issued", 0) or 1
     return {"cycles_per_iter": per_iter, "slots": {k: v / total for k, v in stalls.items()},
             "warps_per_issue": {k: v / n_issued for k, v in warp_states.items()},
-            "simulated_cycles": t}
+            "simulated_cycles": t, "tensor_busy_until": max(b["tensor"] for b in busy)}
 
 
 def _advance(w: _Warp, n: int, finish: dict, t: int) -> None:
@@ -406,7 +414,7 @@ def _advance(w: _Warp, n: int, finish: dict, t: int) -> None:
     finish.setdefault((w.wid, 0), 0)
 
 
-def _issue_hgmma(w, t, shape, warps_per_cta, m, busy, arrived, chain, pending, windows) -> None:
+def _issue_hgmma(w, t, shape, warps_per_cta, m, busy, arrived, chain, pending, windows, running=None) -> None:
     """One warp issues its part of a warpgroup MMA; the fourth warp to do so starts it."""
     n_, _k, rs, commit = shape
     wg = (w.wid % warps_per_cta) // SUBPARTITIONS
@@ -429,6 +437,10 @@ def _issue_hgmma(w, t, shape, warps_per_cta, m, busy, arrived, chain, pending, w
         windows.append((start, end, m.wgmma_smem_share * operand_bytes / 128 / own))
         if len(windows) > 64:
             del windows[:-64]
+    if m.wgmma_fp32_share and running is not None:
+        running.append((start, end, 1.0))
+        if len(running) > 64:
+            del running[:-64]
     if commit:
         entry[0][0] = end + m.wgmma_drain(rs)
 
@@ -474,8 +486,17 @@ def _next_turn(turn, warps, warps_per_cta, iterations) -> None:
             return
 
 
-def _smem_taken(windows, t: float) -> float:
-    """Share of the shared-memory data path the running HGMMAs' operand reads take at t."""
+def _fp32_left(m: Machine, windows, t: float) -> float:
+    """Share of a sub-partition's FP32 datapaths left to FP32 / IMAD instructions at t: a
+    running HGMMA takes ``Machine.wgmma_fp32_share`` of them."""
+    if not m.wgmma_fp32_share or not windows:
+        return 1.0
+    return max(0.05, 1.0 - m.wgmma_fp32_share * _taken(windows, t))
+
+
+def _taken(windows, t: float) -> float:
+    """Sum of the shares of the windows running at t, at most 1: of the shared-memory data
+    path, the running HGMMAs' operand reads; of the FP32 datapaths, an HGMMA running."""
     return min(1.0, sum(share for a, b, share in windows if a <= t < b))
 
 

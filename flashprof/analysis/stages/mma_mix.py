@@ -83,10 +83,10 @@ def mix_frame(records: list[dict], peaks: dict[str, float]) -> pd.DataFrame:
     return df[list(COLUMNS)].sort_values(["kind", "reuse", "k"], ascending=[True, False, True]).reset_index(drop=True)
 
 
-def peaks_from_ceilings(path: Path) -> dict[str, float]:
-    """The three per-SM rates mix_frame needs, from a ceilings.json (make ceilings)."""
+def peaks_from_ceilings(path: Path, want=("mma_f16_f32", "ffma", "mufu_ex2")) -> dict[str, float]:
+    """Per-SM throughputs from a ceilings.json (make ceilings): by default the three mix_frame needs."""
     doc = json.loads(Path(path).read_text())
-    want = {"mma_f16_f32", "ffma", "mufu_ex2"}
+    want = set(want)
     got = {m["name"]: m["value"] for m in doc["measurements"] if m["name"] in want and m["kind"] == "throughput"}
     missing = want - set(got)
     if missing:

@@ -6,6 +6,9 @@
 //                          process, so that a fault there cannot cost the other results)
 //   ceilings mix        -> HMMA with K interleaved FFMA / IMAD / MUFU.EX2 / FMNMX / IADD3 per HMMA, with and
 //                          without operand reuse (mix.cuh; issue 31's candidate costs)
+//   ceilings wgmix      -> HGMMA (two warpgroups, SS and RS) with K interleaved FFMA / MUFU.EX2 /
+//                          FMNMX / IMAD / FADD / softmax mix per HGMMA, then the order in which the
+//                          tensor pipe takes two warpgroups' groups (wgmma_mix.cuh; sm_90a builds; issue 32)
 // Exit status: 0 if every self-check passed, 1 if any failed (the records still print),
 // 3 on a CUDA error. profiling/ceilings.py builds, runs and interprets this program.
 #include <cstring>
@@ -13,12 +16,14 @@
 #include "latency.cuh"
 #include "mix.cuh"
 #include "wgmma.cuh"
+#include "wgmma_mix.cuh"
 
 using namespace ceilings;
 
 int main(int argc, char** argv) {
     const bool wgmma_only = argc > 1 && std::strcmp(argv[1], "wgmma") == 0;
     const bool mix_only = argc > 1 && std::strcmp(argv[1], "mix") == 0;
+    const bool wgmix_only = argc > 1 && std::strcmp(argv[1], "wgmix") == 0;
     int dev_id = 0, count = 0;
     CHECK(cudaGetDeviceCount(&count));
     if (count == 0) {
@@ -67,6 +72,28 @@ int main(int argc, char** argv) {
     if (mix_only) {
         bool ok = true;
         for (const Record& r : bench_mma_mixes(dev)) {
+            emit(r);
+            ok = ok && r.check == "ok";
+        }
+        return ok ? 0 : 1;
+    }
+    if (wgmix_only) {
+        const std::vector<Record> pts = bench_wgmma_mixes(dev);
+        if (pts.empty()) {
+            std::fprintf(stderr, "ceilings: this build has no wgmma (not compiled for sm_90a)\n");
+            return 0;
+        }
+        bool ok = true;
+        for (const Record& r : pts) {
+            emit(r);
+            ok = ok && r.check == "ok";
+        }
+        for (const Record& r : bench_wgmma_order(dev)) {  // how the pipe takes two warpgroups' groups
+            emit(r);
+            ok = ok && r.check == "ok";
+        }
+        for (const Record& r : {bench_wgmma_latency_one<false, 8>(dev), bench_wgmma_lat_pair<0>(dev),
+                                bench_wgmma_lat_pair<1>(dev)}) {  // a lone warpgroup, alone or beside an idle one
             emit(r);
             ok = ok && r.check == "ok";
         }

@@ -74,14 +74,12 @@ __global__ void __launch_bounds__(128 * kWgmmaWarpgroups) k_wgmma_tput(float* ou
 #endif
 }
 
-// Latency: one warpgroup; `groups` times: fence, G dependent wgmma, commit, wait_group 0.
+// One warpgroup's latency chain (its 128 threads): `groups` times fence, G dependent wgmma,
+// commit, wait_group 0; the cycles to *cycles (thread 0), the accumulators' sums to out.
 template <bool RS, int G>
-__global__ void __launch_bounds__(128) k_wgmma_lat(float* out, long long* cycles, int groups) {
+__device__ __forceinline__ void wgmma_latency_groups(float (&d)[64], const Ones& o, float* out, long long* cycles,
+                                                     int groups) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    extern __shared__ __align__(16) uint32_t wg_smem[];
-    float d[64];
-    const Ones o = ones_operands(wg_smem, d);
-    __syncthreads();
     const long long t0 = clock64();
     for (int g = 0; g < groups; ++g) {
         flashprof::wgmma_fence();
@@ -96,6 +94,18 @@ __global__ void __launch_bounds__(128) k_wgmma_lat(float* out, long long* cycles
     for (int i = 0; i < 64; ++i) s += d[i];
     out[threadIdx.x] = s;
     if (threadIdx.x == 0) *cycles = t1 - t0;
+#endif
+}
+
+// Latency: one warpgroup; `groups` times: fence, G dependent wgmma, commit, wait_group 0.
+template <bool RS, int G>
+__global__ void __launch_bounds__(128) k_wgmma_lat(float* out, long long* cycles, int groups) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(16) uint32_t wg_smem[];
+    float d[64];
+    const Ones o = ones_operands(wg_smem, d);
+    __syncthreads();
+    wgmma_latency_groups<RS, G>(d, o, out, cycles, groups);
 #endif
 }
 

@@ -1,0 +1,299 @@
+// Issue interplay around warpgroup MMA (issue 32: the shipped kernel 7's softmax runs beside its
+// HGMMAs). Two warpgroups per SM, each a chain of groups of 8 HGMMA.64x128x16.F32 (fp16, SS or
+// RS), one group in flight (wait_group 1), as the wgmma throughput benchmark runs them, with
+// 8 x K non-tensor instructions between each group's commit and its wait (where kernel 7's
+// softmax sits; between the HGMMAs of one group ptxas would serialise them), on registers the
+// HGMMA does not touch:
+//   ffma   K independent FFMAs (two immediates)      ex2    K MUFU.EX2
+//   fmnmx  K FMNMX, x = max(-x, c) (ALU)            ffma3  K FFMAs reading three registers
+//   imad   K IMAD (FMA pipe, integer)                fadd   K FADD
+//   softmax K of FFMA, FMUL, FADD, FMNMX, MUFU.EX2 in turn (kernel 7's softmax has them ~1:1:1:1:1)
+// The tensor pipe needs 64 cycles an HGMMA (4096 FLOP/clk/SM, measured), 1024 a round of both
+// warpgroups' groups; a round asks 2 x 8 x K instructions of each scheduler. If issue slots and
+// the HGMMA's execution were independent, the rate would hold until those instructions saturate
+// their own pipe (FFMA 1 / clk / scheduler: K = 64); what it falls short of that is a cost of
+// instructions issued beside running HGMMAs (kernel 7's Nsight Compute report: dispatch_stall
+// 0.91 warps per issued instruction, on its FFMA / FMNMX / MUFU / uniform instructions).
+// Self-check: the accumulators against their closed form (A = B = 1: +16 per HGMMA).
+#pragma once
+#include "wgmma.cuh"
+
+namespace ceilings {
+
+enum WgmixKind { kWgmixNone = 0, kWgmixFfma = 1, kWgmixImad = 2, kWgmixEx2 = 3, kWgmixFmnmx = 4, kWgmixFfma3 = 6,
+                 kWgmixFadd = 7, kWgmixSoftmax = 8 };  // 0-6: mix.cuh's numbers
+constexpr int kWgmixChains = 8;
+constexpr int kWgmixGroups = 1024;  // 8 HGMMA each, alternating over two accumulator sets: exact in fp32
+
+// One group: 8 HGMMA on `acc`, commit, 8 x K instructions of KIND while it runs (kernel 7's
+// softmax sits between commit and wait), then wait until at most one group is in flight.
+template <int KIND, int K, bool RS>
+__device__ __forceinline__ void wgmix_group(float (&acc)[64], const Ones& o, float (&x)[kWgmixChains],
+                                            const float (&y)[kWgmixChains], const float (&z)[kWgmixChains],
+                                            uint32_t (&u)[kWgmixChains]) {
+#pragma unroll
+    for (int h = 0; h < kWgmmaPerGroup; ++h) wgmma_one<RS>(acc, o.da, o.db, o.a);
+    flashprof::wgmma_commit();
+#pragma unroll
+    for (int k = 0; k < K * kWgmmaPerGroup; ++k) {
+        const int s = k % kWgmixChains;
+        if constexpr (KIND == kWgmixFfma)
+            asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(x[s]) : "f"(0.99951171875f), "f"(0.000244140625f));
+        if constexpr (KIND == kWgmixEx2) asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(x[s]));
+        if constexpr (KIND == kWgmixFmnmx)
+            asm volatile("max.f32 %0, %1, %2;" : "=f"(x[s]) : "f"(-x[s]), "f"(-0.25f));
+        if constexpr (KIND == kWgmixFfma3)
+            asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(x[s])
+                         : "f"(y[(s + 1) % kWgmixChains]), "f"(z[(s + 2) % kWgmixChains]));
+        if constexpr (KIND == kWgmixImad)
+            asm volatile("mad.lo.u32 %0, %0, %1, %2;" : "+r"(u[s]) : "r"(1664525u), "r"(1013904223u));
+        if constexpr (KIND == kWgmixFadd)
+            asm volatile("add.rn.f32 %0, %0, %1;" : "+f"(x[s]) : "f"(y[(s + 1) % kWgmixChains]));
+        if constexpr (KIND == kWgmixSoftmax) {  // kernel 7's softmax mix: FFMA, FMUL, FADD, FMNMX, MUFU.EX2 in turn
+            const int op = k % 5;
+            if (op == 0) asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(x[s]) : "f"(0.99951171875f), "f"(-0.25f));
+            if (op == 1) asm volatile("mul.rn.f32 %0, %0, %1;" : "+f"(x[s]) : "f"(y[(s + 1) % kWgmixChains]));
+            if (op == 2) asm volatile("add.rn.f32 %0, %0, %1;" : "+f"(x[s]) : "f"(z[(s + 2) % kWgmixChains]));
+            if (op == 3) asm volatile("max.f32 %0, %1, %2;" : "=f"(x[s]) : "f"(-x[s]), "f"(-0.25f));
+            if (op == 4) asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(x[s]));
+        }
+    }
+    flashprof::wgmma_wait<1>();
+}
+
+template <int KIND, int K, bool RS>
+__global__ void __launch_bounds__(128 * kWgmmaWarpgroups) k_wgmma_mix(float* out, int* supported,
+                                                                      BlockTime* times, int groups) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(16) uint32_t wg_smem[];
+    // two accumulator sets, alternate groups (kernel 7's S and O): with one set, ptxas
+    // serialises the HGMMAs of a group once many instructions sit between commit and wait
+    float d[2][64];
+    const Ones o = ones_operands(wg_smem, d[0]);
+#pragma unroll
+    for (int i = 0; i < 64; ++i) d[1][i] = 0.f;
+    const int tid = blockIdx.x * blockDim.x + threadIdx.x;
+    float x[kWgmixChains], y[kWgmixChains], z[kWgmixChains];
+    uint32_t u[kWgmixChains];
+#pragma unroll
+    for (int j = 0; j < kWgmixChains; ++j) {
+        u[j] = uint32_t(tid) * 2654435761u + uint32_t(j);
+        x[j] = 0.5f + 0.0625f * j + 0.0009765625f * (tid % 64);
+        y[j] = 0.99951171875f - 0.0000152587890625f * float((tid + 2 * j) % 5);
+        z[j] = 0.000244140625f * float(1 + (tid + j) % 3);
+    }
+    CEIL_TIMER_START();
+    flashprof::wgmma_fence();
+    for (int g = 0; g + 1 < groups; g += 2) {  // groups is even
+        wgmix_group<KIND, K, RS>(d[0], o, x, y, z, u);
+        wgmix_group<KIND, K, RS>(d[1], o, x, y, z, u);
+    }
+    flashprof::wgmma_wait<0>();
+    CEIL_TIMER_STOP(times);
+    float s = 0.f, extra = 0.f;
+#pragma unroll
+    for (int i = 0; i < 64; ++i) s += d[0][i] + d[1][i];
+#pragma unroll
+    for (int j = 0; j < kWgmixChains; ++j) extra += x[j] + float(u[j] & 1u);
+    out[2 * tid] = s;
+    out[2 * tid + 1] = extra;  // keeps the interleaved work live
+    if (blockIdx.x == 0 && threadIdx.x == 0) *supported = 1;
+#else
+    if (blockIdx.x == 0 && threadIdx.x == 0) *supported = 0;
+#endif
+}
+
+inline const char* wgmix_name(int kind) {
+    return kind == kWgmixFfma ? "ffma" : kind == kWgmixEx2 ? "ex2" : kind == kWgmixFmnmx ? "fmnmx"
+         : kind == kWgmixFfma3 ? "ffma3" : kind == kWgmixImad ? "imad" : kind == kWgmixFadd ? "fadd"
+         : kind == kWgmixSoftmax ? "softmax" : "none";
+}
+
+// One point; false (no record) when the build has no wgmma.
+template <int KIND, int K, bool RS>
+inline bool bench_wgmma_mix(const Device& dev, Record& r) {
+    r = Record{std::string("wgmma_mix_") + wgmix_name(KIND) + "_k" + std::to_string(K) + (RS ? "_rs" : ""), "mix",
+               "FLOP/clk/SM", "cycles", kWgmmaWarpgroups};
+    const int threads = 128 * kWgmmaWarpgroups;
+    float* d_out;
+    int* d_sup;
+    BlockTime* d_t;
+    CHECK(cudaMalloc(&d_out, sizeof(float) * 2 * dev.sm_count * threads));
+    CHECK(cudaMalloc(&d_sup, sizeof(int)));
+    CHECK(cudaMemset(d_sup, 0xFF, sizeof(int)));
+    CHECK(cudaMalloc(&d_t, sizeof(BlockTime) * dev.sm_count));
+    CHECK(cudaFuncSetAttribute(k_wgmma_mix<KIND, K, RS>, cudaFuncAttributeMaxDynamicSharedMemorySize, dev.one_block_smem));
+    k_wgmma_mix<KIND, K, RS><<<1, threads, dev.one_block_smem>>>(d_out, d_sup, d_t, 1);  // probe
+    CHECK(cudaGetLastError());
+    CHECK(cudaDeviceSynchronize());
+    const bool ok = to_host(d_sup, 1)[0] == 1;
+    if (ok) {
+        time_blocks(r, [&] { k_wgmma_mix<KIND, K, RS><<<dev.sm_count, threads, dev.one_block_smem>>>(d_out, d_sup, d_t, kWgmixGroups); },
+                    d_t, dev.sm_count);
+        r.work = 2.0 * 64 * 128 * 16 * kWgmmaPerGroup * kWgmmaWarpgroups * double(kWgmixGroups);
+        const float want = 64.f * 16.f * kWgmmaPerGroup * kWgmixGroups;
+        const auto out = to_host(d_out, size_t(2) * dev.sm_count * threads);
+        for (size_t i = 0; i < out.size() && r.check == "ok"; i += 2)
+            if (out[i] != want)
+                r.check = "wgmma accumulators of thread " + std::to_string(i / 2) + " sum to " +
+                          std::to_string(out[i]) + ", expected " + std::to_string(want);
+    }
+    CHECK(cudaFree(d_out)); CHECK(cudaFree(d_sup)); CHECK(cudaFree(d_t));
+    return ok;
+}
+
+// Every point (FFMA first: a run cut short keeps the ones kernel 7's softmax resembles most).
+inline std::vector<Record> bench_wgmma_mixes(const Device& dev) {
+    std::vector<Record> all;
+    Record r;
+#define CEIL_WGMIX(KIND, K, RS) if (bench_wgmma_mix<KIND, K, RS>(dev, r)) all.push_back(r);
+    CEIL_WGMIX(kWgmixNone, 0, false)
+    CEIL_WGMIX(kWgmixFfma, 8, false)
+    CEIL_WGMIX(kWgmixFfma, 16, false)
+    CEIL_WGMIX(kWgmixFfma, 32, false)
+    CEIL_WGMIX(kWgmixFfma, 48, false)
+    CEIL_WGMIX(kWgmixFfma, 64, false)
+    CEIL_WGMIX(kWgmixNone, 0, true)
+    CEIL_WGMIX(kWgmixFfma, 16, true)
+    CEIL_WGMIX(kWgmixFfma, 32, true)
+    CEIL_WGMIX(kWgmixFfma3, 16, false)
+    CEIL_WGMIX(kWgmixFfma3, 32, false)
+    CEIL_WGMIX(kWgmixFmnmx, 16, false)
+    CEIL_WGMIX(kWgmixFmnmx, 32, false)
+    CEIL_WGMIX(kWgmixEx2, 2, false)
+    CEIL_WGMIX(kWgmixEx2, 4, false)
+    CEIL_WGMIX(kWgmixEx2, 8, false)
+    // second run (issue 32): kinds the derived FP32 share was not chosen on, predicted first
+    CEIL_WGMIX(kWgmixImad, 16, false)
+    CEIL_WGMIX(kWgmixImad, 32, false)
+    CEIL_WGMIX(kWgmixFadd, 16, false)
+    CEIL_WGMIX(kWgmixFadd, 32, false)
+    CEIL_WGMIX(kWgmixSoftmax, 10, false)
+    CEIL_WGMIX(kWgmixSoftmax, 20, false)
+    CEIL_WGMIX(kWgmixSoftmax, 30, false)
+    CEIL_WGMIX(kWgmixSoftmax, 40, false)
+#undef CEIL_WGMIX
+    return all;
+}
+
+}  // namespace ceilings
+
+namespace ceilings {
+
+// How the tensor pipe takes two warpgroups' groups issued together (the issue model must pick
+// one): each warpgroup, after a barrier and `delay` ns of sleep (warpgroup 1 only), issues a group
+// of 8 dependent HGMMA.64x128x16 and waits for it; per warpgroup, the cycles from the barrier
+// to the end of its wait. Interleaved one HGMMA at a time, both groups end near 16 x 64
+// cycles; a group at a time, one ends near 8 x 64 and the other near 16 x 64.
+__global__ void __launch_bounds__(128 * kWgmmaWarpgroups) k_wgmma_order(long long* out, int reps, unsigned delay) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(16) uint32_t wg_smem[];
+    float d[64];
+    const Ones o = ones_operands(wg_smem, d);
+    const int wg = threadIdx.x / 128;
+    float keep = 0.f;
+    for (int r = 0; r < reps; ++r) {
+        __syncthreads();
+        const long long t0 = clock64();
+        if (wg == 1 && delay > 0) __nanosleep(delay);  // a sleeping warp issues nothing (a spin would)
+        const long long ts = clock64();
+        flashprof::wgmma_fence();
+#pragma unroll
+        for (int h = 0; h < kWgmmaPerGroup; ++h) wgmma_one<false>(d, o.da, o.db, o.a);
+        flashprof::wgmma_commit();
+        flashprof::wgmma_wait<0>();
+        const long long t1 = clock64();
+        keep += d[0];
+        if (threadIdx.x % 128 == 0) {
+            out[(r * kWgmmaWarpgroups + wg) * 3 + 0] = ts - t0;
+            out[(r * kWgmmaWarpgroups + wg) * 3 + 1] = t1 - t0;
+        }
+    }
+    if (threadIdx.x == 0) out[2] = static_cast<long long>(keep);  // an unused slot: keeps d live
+#endif
+}
+
+// Records: wgmma_order_d<D>_wg<W>: per rep, the cycles from the barrier to the end of warpgroup
+// W's wait (cycles) and to its start (cycles_2n: warpgroup 1 sleeps D ns first).
+inline std::vector<Record> bench_wgmma_order(const Device& dev) {
+    std::vector<Record> all;
+    const int reps = 64;
+    long long* d_out;
+    CHECK(cudaMalloc(&d_out, sizeof(long long) * reps * kWgmmaWarpgroups * 3));
+    CHECK(cudaFuncSetAttribute(k_wgmma_order, cudaFuncAttributeMaxDynamicSharedMemorySize, dev.one_block_smem));
+    for (int delay : {0, 100, 200, 300, 600}) {
+        CHECK(cudaMemset(d_out, 0, sizeof(long long) * reps * kWgmmaWarpgroups * 3));
+        k_wgmma_order<<<1, 128 * kWgmmaWarpgroups, dev.one_block_smem>>>(d_out, reps, delay);
+        CHECK(cudaGetLastError());
+        CHECK(cudaDeviceSynchronize());
+        const auto h = to_host(d_out, size_t(reps) * kWgmmaWarpgroups * 3);
+        for (int wg = 0; wg < kWgmmaWarpgroups; ++wg) {
+            Record r{"wgmma_order_d" + std::to_string(delay) + "_wg" + std::to_string(wg), "order", "cycles", "cycles", 0};
+            for (int rep = 4; rep < reps; ++rep) {
+                r.cycles.push_back(double(h[(rep * kWgmmaWarpgroups + wg) * 3 + 1]));
+                r.cycles_2n.push_back(double(h[(rep * kWgmmaWarpgroups + wg) * 3 + 0]));
+            }
+            if (r.cycles.empty() || r.cycles[0] <= 0) r.check = "no timing recorded";
+            all.push_back(r);
+        }
+    }
+    CHECK(cudaFree(d_out));
+    return all;
+}
+
+}  // namespace ceilings
+
+namespace ceilings {
+
+// A lone warpgroup's group of 8 dependent HGMMA (fence to the end of wait_group 0, per group:
+// (cycles(2n) - cycles(n)) / n) with a second warpgroup resident in the same block that issues
+// no HGMMA: it returns at once (IDLE 0) or sleeps until the first one is done (IDLE 1). Against
+// wgmma_ss_g8 (one warpgroup in the block): whether a warpgroup's HGMMAs get the whole tensor
+// pipe or a share fixed by the warpgroups resident.
+template <int IDLE>
+__global__ void __launch_bounds__(256) k_wgmma_lat_pair(float* out, long long* cycles, int groups) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(16) uint32_t wg_smem[];
+    __shared__ volatile int done;
+    if (threadIdx.x == 0) done = 0;
+    float d[64];
+    const Ones o = ones_operands(wg_smem, d);
+    __syncthreads();
+    if (threadIdx.x >= 128) {
+        if (IDLE == 1)
+            while (!done) __nanosleep(1000);
+        return;
+    }
+    wgmma_latency_groups<false, kWgmmaPerGroup>(d, o, out, cycles, groups);
+    if (threadIdx.x == 0) done = 1;
+#endif
+}
+
+template <int IDLE>
+inline Record bench_wgmma_lat_pair(const Device& dev) {
+    Record r{std::string("wgmma_ss_g8_pair_") + (IDLE ? "sleeping" : "exited"), "latency", "cycles", "cycles", 0};
+    const int n = 256;
+    float* d_out;
+    long long* d_c;
+    CHECK(cudaMalloc(&d_out, sizeof(float) * 128));
+    CHECK(cudaMalloc(&d_c, sizeof(long long)));
+    CHECK(cudaFuncSetAttribute(k_wgmma_lat_pair<IDLE>, cudaFuncAttributeMaxDynamicSharedMemorySize, dev.one_block_smem));
+    r.n = n;
+    k_wgmma_lat_pair<IDLE><<<1, 256, dev.one_block_smem>>>(d_out, d_c, n);  // warm-up
+    CHECK(cudaGetLastError());
+    CHECK(cudaDeviceSynchronize());
+    for (int rep = 0; rep < kRepeats; ++rep)
+        for (int len : {n, 2 * n}) {
+            k_wgmma_lat_pair<IDLE><<<1, 256, dev.one_block_smem>>>(d_out, d_c, len);
+            CHECK(cudaGetLastError());
+            (len == n ? r.cycles : r.cycles_2n).push_back(double(to_host(d_c, 1)[0]));
+        }
+    const float want = 64.f * 16.f * kWgmmaPerGroup * 2 * n;
+    const auto out = to_host(d_out, 128);
+    for (int i = 0; i < 128 && r.check == "ok"; ++i)
+        if (out[i] != want) r.check = "accumulators of thread " + std::to_string(i) + " sum to " + std::to_string(out[i]);
+    CHECK(cudaFree(d_out)); CHECK(cudaFree(d_c));
+    return r;
+}
+
+}  // namespace ceilings
