@@ -6,10 +6,7 @@
 # Outputs under $OUT: mma_mix.raw.jsonl, mma_mix_clocks.txt, mma_mix.ncu-rep (not with NCU=0), mma_mix.log.
 set -uo pipefail
 : "${OUT:?}"
-T0=$(date +%s)
-say() { echo "=== [$(( $(date +%s) - T0 )) s] $*"; }
-make setup GPU=1 WHEELS=.whl > "$OUT/setup.log" 2>&1 || { tail -20 "$OUT/setup.log"; exit 1; }
-EXE=$(.venv/bin/python -c "from flashprof.kernels import ceilings as b; print(b.build('sm_90a'))") || exit 1
+. devjobs/ceilings_exe.sh  # say, the venv, $EXE
 say "built $EXE"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/mma_mix_clocks.txt"
 ( while sleep 0.5; do nvidia-smi --query-gpu=clocks.sm --format=csv,noheader,nounits; done ) >> "$OUT/mma_mix_clocks.txt" &

@@ -9,10 +9,7 @@
 # wgmma_mix.ncu-rep (not with NCU=0), wgmma_mix.log, setup.log.
 set -uo pipefail
 : "${OUT:?}"
-T0=$(date +%s)
-say() { echo "=== [$(( $(date +%s) - T0 )) s] $*"; }
-make setup GPU=1 WHEELS=.whl > "$OUT/setup.log" 2>&1 || { tail -20 "$OUT/setup.log"; exit 1; }
-EXE=$(.venv/bin/python -c "from flashprof.kernels import ceilings as b; print(b.build('sm_90a'))") || exit 1
+. devjobs/ceilings_exe.sh  # say, the venv, $EXE
 CUBIN=$(.venv/bin/python -c "from flashprof.kernels import ceilings as b; print(b.build('sm_90a', cubin=True))") || exit 1
 say "built $EXE and $CUBIN ($(nvcc --version | tail -1))"
 cuobjdump -sass "$CUBIN" > "$OUT/wgmma_mix_sm_90a.sass" 2>> "$OUT/wgmma_mix.log"
