@@ -45,10 +45,24 @@ def _wgmma_mix_sentence(spread: float) -> str:
                      if "_softmax_" in _)
     return (f" Its softmax runs beside its HGMMAs: the measured FP32 cost of that (`wgmma_fp32_share` "
             f"{rec['wgmma_fp32_share']:g}, from the wgmma mix microbenchmark) predicted kernel 7's softmax mix there "
-            f"before it was measured ({errs} % at 10-40 instructions per HGMMA), so the instruction costs hold; "
-            "what remains is how the loop's two warpgroups settle: most seeds lock them in phase (both softmaxes "
-            "at once, the tensor pipe idle meanwhile), and the loop's cycles differ by up to "
-            f"{spread:.0f} % between seeds.")
+            f"before it was measured ({errs} % at 10-40 instructions per HGMMA), so the cost's size holds. "
+            "But the model charges it to the wrong side: " + _split_sentence() + " In the model the softmax "
+            "waits instead, and most seeds lock the two warpgroups in phase (both softmaxes at once, the "
+            f"tensor pipe idle meanwhile; the loop's cycles differ by up to {spread:.0f} % between seeds).")
+
+
+def _split_sentence() -> str:
+    """The split-role run: each side's rate while FFMAs and HGMMAs run in different warpgroups."""
+    from flashprof.analysis.gap import wgmma_interplay
+
+    try:
+        rates = wgmma_interplay.split_rates()
+    except (OSError, KeyError, ValueError):
+        return "(no split-role run)."
+    parts = "; ".join(f"{8 * k} FFMAs per group period: FFMAs at {100 * v['ffma_rate']:.0f} %, HGMMAs at "
+                      f"{100 * v['hgmma_rate']:.0f} %" for k, v in rates.items())
+    return (f"with HGMMAs and FFMAs in different warpgroups (wgmma_split.raw.jsonl), each side's rate against "
+            f"its rate alone is {parts}: both slow, the HGMMAs the more the more FFMAs issue, and the tensor pipe's slack in kernel 7 can absorb an HGMMA-side cost.")
 
 def _name(rows: list[dict], key: str) -> str:
     """The GPU's name as the rows carry it, without the vendor prefix."""

@@ -57,6 +57,34 @@ def held_out(point: str) -> bool:
     return (point.startswith("wgmma_mix_ffma_") and point.endswith("_rs")) or point.startswith("wgmma_mix_ffma3_")
 
 
+SPLIT = REPO / "reports" / "h100" / "wgmma_mix" / "wgmma_split.raw.jsonl"
+
+
+def split_rates(path: Path = SPLIT) -> dict[int, dict]:
+    """Who pays (``k_wgmma_split``: HGMMAs in one warpgroup, 8 x K FFMAs per group period in the
+    other): per K, each side's rate while both run, as a fraction of its rate alone. The FFMA
+    warpgroup's work over its own cycles (against its run with the HGMMAs idle); the HGMMA work
+    done while the FFMAs ran, over those cycles (the rest of its work runs alone at its
+    K = 0 rate after they finish)."""
+    recs = {}
+    for line in Path(path).read_text().splitlines():
+        r = json.loads(line)
+        if r.get("record") == "measurement":
+            recs[r["name"]] = r
+    med = statistics.median
+    hg_alone = med(recs["wgmma_split_ffma_k0"]["cycles_2n"])
+    out = {}
+    for name, r in recs.items():
+        k = int(name.split("_k")[1].split("_")[0])
+        if k == 0 or name.endswith("_alone"):
+            continue
+        ffma, hg = med(r["cycles"]), med(r["cycles_2n"])
+        ffma_alone = med(recs[f"{name}_alone"]["cycles"])
+        out[k] = {"ffma_rate": ffma_alone / ffma, "hgmma_rate": (hg_alone - (hg - ffma)) / ffma,
+                  "ffma_cycles": ffma, "hgmma_cycles": hg}
+    return dict(sorted(out.items()))
+
+
 def second_run(point: str) -> bool:
     """A point of the kinds measured only after the share was adopted (predicted first)."""
     return point.split("_")[2] in SECOND_RUN

@@ -97,6 +97,10 @@ int main(int argc, char** argv) {
             emit(r);
             ok = ok && r.check == "ok";
         }
+        for (const Record& r : bench_wgmma_splits(dev)) {  // who pays: HGMMAs and FFMAs in different warpgroups
+            emit(r);
+            ok = ok && r.check == "ok";
+        }
         return ok ? 0 : 1;
     }
     all.push_back(bench_mma(dev, false, kWarpsPerScheduler, "mma_f16_f32", "throughput"));

@@ -297,3 +297,83 @@ inline Record bench_wgmma_lat_pair(const Device& dev) {
 }
 
 }  // namespace ceilings
+
+namespace ceilings {
+
+// Who pays when FP32 work runs beside HGMMAs: the same two warpgroups with split roles.
+// Warpgroup 0 keeps groups of 8 HGMMA.64x128x16 on the pipe (one in flight; HG = 0: none);
+// warpgroup 1 issues 8 x K FFMAs per group period in 8 chains, no HGMMA. Each times itself
+// (cycles_2n: warpgroup 0's cycles, cycles: warpgroup 1's). If the FFMAs wait (a share of
+// the FP32 datapaths taken by the running HGMMA), warpgroup 1 slows and the HGMMA rate
+// holds; if the HGMMAs wait, the other way round.
+template <int K, bool HG>
+__global__ void __launch_bounds__(128 * kWgmmaWarpgroups) k_wgmma_split(float* out, long long* cycles, int groups) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(16) uint32_t wg_smem[];
+    float d[64];
+    const Ones o = ones_operands(wg_smem, d);
+    float x[kWgmixChains];
+#pragma unroll
+    for (int j = 0; j < kWgmixChains; ++j) x[j] = 0.5f + 0.0625f * j + 0.0009765625f * (threadIdx.x % 64);
+    __syncthreads();
+    const long long t0 = clock64();
+    if (threadIdx.x < 128) {
+        if (HG) {
+            flashprof::wgmma_fence();
+            for (int g = 0; g < groups; ++g) {
+#pragma unroll
+                for (int h = 0; h < kWgmmaPerGroup; ++h) wgmma_one<false>(d, o.da, o.db, o.a);
+                flashprof::wgmma_commit();
+                flashprof::wgmma_wait<1>();
+            }
+            flashprof::wgmma_wait<0>();
+        }
+    } else {
+        for (int g = 0; g < groups; ++g) {
+#pragma unroll
+            for (int k = 0; k < K * kWgmmaPerGroup; ++k)
+                asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(x[k % kWgmixChains]) : "f"(0.99951171875f), "f"(0.000244140625f));
+        }
+    }
+    const long long t1 = clock64();
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < 64; ++i) s += d[i];
+#pragma unroll
+    for (int j = 0; j < kWgmixChains; ++j) s += x[j];
+    out[threadIdx.x] = s;
+    if (threadIdx.x % 128 == 0) cycles[threadIdx.x / 128] = t1 - t0;
+#endif
+}
+
+template <int K, bool HG>
+inline Record bench_wgmma_split(const Device& dev) {
+    Record r{std::string("wgmma_split_ffma_k") + std::to_string(K) + (HG ? "" : "_alone"), "split", "cycles", "cycles", 0};
+    const int groups = 512;
+    float* d_out;
+    long long* d_c;
+    CHECK(cudaMalloc(&d_out, sizeof(float) * 256));
+    CHECK(cudaMalloc(&d_c, sizeof(long long) * 2));
+    CHECK(cudaFuncSetAttribute(k_wgmma_split<K, HG>, cudaFuncAttributeMaxDynamicSharedMemorySize, dev.one_block_smem));
+    r.n = groups;
+    for (int rep = 0; rep <= kRepeats; ++rep) {  // rep 0: warm-up
+        k_wgmma_split<K, HG><<<1, 256, dev.one_block_smem>>>(d_out, d_c, groups);
+        CHECK(cudaGetLastError());
+        CHECK(cudaDeviceSynchronize());
+        const auto c = to_host(d_c, 2);
+        if (rep) {
+            r.cycles_2n.push_back(double(c[0]));  // warpgroup 0: the HGMMAs
+            r.cycles.push_back(double(c[1]));     // warpgroup 1: the FFMAs
+        }
+    }
+    CHECK(cudaFree(d_out)); CHECK(cudaFree(d_c));
+    return r;
+}
+
+inline std::vector<Record> bench_wgmma_splits(const Device& dev) {
+    return {bench_wgmma_split<0, true>(dev), bench_wgmma_split<16, true>(dev), bench_wgmma_split<16, false>(dev),
+            bench_wgmma_split<64, true>(dev), bench_wgmma_split<64, false>(dev), bench_wgmma_split<128, true>(dev),
+            bench_wgmma_split<128, false>(dev)};
+}
+
+}  // namespace ceilings
