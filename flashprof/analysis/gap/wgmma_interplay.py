@@ -57,17 +57,20 @@ def held_out(point: str) -> bool:
     return (point.startswith("wgmma_mix_ffma_") and point.endswith("_rs")) or point.startswith("wgmma_mix_ffma3_")
 
 
-SPLIT = REPO / "reports" / "h100" / "wgmma_mix" / "wgmma_split.raw.jsonl"
+def _split_file() -> Path:
+    """The split-role run beside the first wgmma mix table of the shipped GPU's chip that has one."""
+    found = [Path(t).parent / "wgmma_split.raw.jsonl" for t in TABLES]
+    return next((p for p in found if p.is_file()), found[0])
 
 
-def split_rates(path: Path = SPLIT) -> dict[int, dict]:
+def split_rates(path: Path | None = None) -> dict[int, dict]:
     """Who pays (``k_wgmma_split``: HGMMAs in one warpgroup, 8 x K FFMAs per group period in the
     other): per K, each side's rate while both run, as a fraction of its rate alone. The FFMA
     warpgroup's work over its own cycles (against its run with the HGMMAs idle); the HGMMA work
     done while the FFMAs ran, over those cycles (the rest of its work runs alone at its
     K = 0 rate after they finish)."""
     recs = {}
-    for line in Path(path).read_text().splitlines():
+    for line in Path(path or _split_file()).read_text().splitlines():
         r = json.loads(line)
         if r.get("record") == "measurement":
             recs[r["name"]] = r
