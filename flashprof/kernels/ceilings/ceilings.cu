@@ -9,12 +9,15 @@
 //   ceilings wgmix      -> HGMMA (two warpgroups, SS and RS) with K interleaved FFMA / MUFU.EX2 /
 //                          FMNMX / IMAD / FADD / softmax mix per HGMMA, then the order in which the
 //                          tensor pipe takes two warpgroups' groups (wgmma_mix.cuh; sm_90a builds; issue 32)
+//   ceilings sched      -> which of two ready warps a scheduler issues: greedy, round robin or
+//                          fixed priority (sched.cuh; issue 32)
 // Exit status: 0 if every self-check passed, 1 if any failed (the records still print),
 // 3 on a CUDA error. profiling/ceilings.py builds, runs and interprets this program.
 #include <cstring>
 
 #include "latency.cuh"
 #include "mix.cuh"
+#include "sched.cuh"
 #include "wgmma.cuh"
 #include "wgmma_mix.cuh"
 
@@ -24,6 +27,7 @@ int main(int argc, char** argv) {
     const bool wgmma_only = argc > 1 && std::strcmp(argv[1], "wgmma") == 0;
     const bool mix_only = argc > 1 && std::strcmp(argv[1], "mix") == 0;
     const bool wgmix_only = argc > 1 && std::strcmp(argv[1], "wgmix") == 0;
+    const bool sched_only = argc > 1 && std::strcmp(argv[1], "sched") == 0;
     int dev_id = 0, count = 0;
     CHECK(cudaGetDeviceCount(&count));
     if (count == 0) {
@@ -68,6 +72,14 @@ int main(int argc, char** argv) {
         }
         std::fprintf(stderr, "ceilings: this build has no wgmma (not compiled for sm_90a)\n");
         return 0;
+    }
+    if (sched_only) {
+        bool ok = true;
+        for (const Record& r : bench_sched(dev)) {
+            emit(r);
+            ok = ok && r.check == "ok";
+        }
+        return ok ? 0 : 1;
     }
     if (mix_only) {
         bool ok = true;
