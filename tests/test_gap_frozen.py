@@ -105,17 +105,18 @@ def test_committed_rows_keep_the_gap_shape_and_fit_nothing(committed):
                                                           ("rtx3090", "64x64"), ("rtx3090", "128x32")}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 32: the model misses the persistent warp-specialised kernel 7: "
-                   "with the measured FP32 cost beside HGMMA (which predicts kernel 7's softmax mix in the wgmma "
-                   "mix benchmark within 0.5 %) most seeds lock its two warpgroups in phase and it comes out "
-                   "about 25 % slow; it met the bar for the 64x128 wgmma kernel 7 it replaced, -4.7 pp; strict: "
-                   "a model that meets the bar makes this pass, and the marker must go")
+@pytest.mark.xfail(strict=True, reason="issue 32: timed after its two warpgroups settle, the persistent warp-"
+                   "specialised kernel 7 comes out 1.5 % fast in 13 of 16 seeds, but 3 seeds lock the warpgroups "
+                   "in phase (mean +3.6 % cycles), and FA2 (the denominator) is 5.6 % fast (issue 31): -18.6 pp, "
+                   "and the locked seeds put barrier among the top two stalls; strict: a model that meets the bar "
+                   "makes this pass, and the marker must go")
 def test_issue_32_bar_the_shipped_kernel7_within_5pp_with_its_top_two_stalls(committed):
     recs, _ = committed
     by = {r["target"]: r for r in recs if r["kind"] == "row" and r["gpu_key"] == "h200_sxm"
           and r["measured_cycles"] is not None}
     assert abs(by["7"]["error_pp"]) <= 5.0
-    top = lambda pre: sorted(by["7"]["pred_stalls"], key=lambda g: -by["7"][pre + g])[:2]
+    # "names the same top two reasons as the report": the same two, in either order
+    top = lambda pre: set(sorted(by["7"]["pred_stalls"], key=lambda g: -by["7"][pre + g])[:2])
     assert top("stall_model_") == top("stall_measured_")
 
 

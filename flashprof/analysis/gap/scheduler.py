@@ -6,7 +6,12 @@ per CTA. Output: steady-state SM cycles per loop iteration (all resident CTAs ad
 KV block) and where the sub-partitions' issue slots went.
 
 Rules, per SM sub-partition (warp w lives on sub-partition w mod 4), one warp instruction
-issued per cycle, greedy-then-oldest warp choice. A warp's next instruction may issue when
+issued per cycle. Warp choice: greedy -- the warp that issued last keeps issuing while it can,
+else the first ready one in warp order (Huerta et al., "Analyzing Modern NVIDIA GPU Cores",
+arXiv 2503.20481, sec. 5.1.2, on Turing and Ampere; on GH100, ``ceilings sched``: two warps of
+one scheduler take turns in whole runs of ready instructions, and this rule reproduces their
+timeline, analysis/gap/sched_check.py); ``policy="round_robin"`` (the next ready warp after
+the last one) is kept for the sensitivity to that rule. A warp's next instruction may issue when
 * its previous instruction's stall count has elapsed (the compiler's fixed-latency
   scheduling, read from the control code);
 * every dependency barrier in its wait mask is clear (variable-latency producers: set on
@@ -207,9 +212,13 @@ class _Warp:
     bar_key: tuple = ()
 
 
+POLICIES = ("greedy", "round_robin")
+
+
 def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterations: int = 8,
              conflict: float = 1.0, seed: int = 0, pingpong: bool = False,
-             background_wavefronts: float = 0.0) -> dict:
+             background_wavefronts: float = 0.0, warmup: int = 1, policy: str = "greedy",
+             subpartitions: int = SUBPARTITIONS, trace: dict | None = None, trace_pc: int = -1) -> dict:
     """Steady-state cycles per loop iteration of ``ctas`` CTAs on one SM. ``seed`` > 0
     starts each CTA after a pseudo-random delay of 0-255 cycles (CTAs never start in
     lockstep on hardware) and adds 0-``JITTER`` cycles to every variable-latency
@@ -221,9 +230,17 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     as named barriers make them in FlashAttention-3; a warp waiting for its turn counts as
     "barrier". ``background_wavefronts`` -- shared-memory wavefronts each CTA's tiles take per
     loop pass without any instruction of the loop (a TMA producer's writes), spread over that
-    CTA's previous pass."""
+    CTA's previous pass.
+    ``warmup``: the steady-state window starts once every warp has finished this many passes
+    (two warpgroups that start in phase need a few passes to settle theirs: issue_report
+    simulates such loops longer and skips the first half). ``policy``: the warp choice (module
+    docstring). ``subpartitions``: schedulers the warps are dealt to (1: all on one, as in the
+    ``ceilings sched`` microbenchmark). ``trace``: if a dict, per warp id the cycles in which
+    it issued the body's instruction ``trace_pc`` (default: the last, the pass's end)."""
     if not body or ctas < 1:
         raise ValueError("empty loop body or no resident CTA")
+    if policy not in POLICIES:
+        raise ValueError(f"unknown warp choice {policy!r}: one of {POLICIES}")
     n = len(body)
     pipes = [pipe(i) for i in body]
     waves = [wavefronts(i) for i in body]
@@ -238,7 +255,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                          f"HGMMA with {warps_per_cta} warps per CTA: not whole warpgroups")
     rng = random.Random(seed)
     delay = [rng.randint(0, 255) if seed else 0 for _ in range(ctas)]
-    warps = [_Warp(w, w // warps_per_cta, w % SUBPARTITIONS, ready=float(delay[w // warps_per_cta]))
+    warps = [_Warp(w, w // warps_per_cta, w % subpartitions, ready=float(delay[w // warps_per_cta]))
              for w in range(ctas * warps_per_cta)]
     sb = [[0.0] * 6 for _ in warps]           # barrier release times
     groups: list[list[float]] = [[] for _ in warps]  # LDGDEPBAR group completion times
@@ -268,11 +285,15 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     progressed, hist = 0, []
     limit = iterations * n * len(warps) * 40 + 10000
     while len(finish) < len(warps) * (iterations + 1) and t < limit:
-        for sp in range(SUBPARTITIONS):
+        for sp in range(subpartitions):
             cand = [w for w in warps if w.sp == sp and w.it < iterations]
             if last[sp] is not None and last[sp] in cand:
-                cand.remove(last[sp])
-                cand.insert(0, last[sp])
+                if policy == "greedy":
+                    cand.remove(last[sp])
+                    cand.insert(0, last[sp])
+                else:
+                    k = cand.index(last[sp])
+                    cand = cand[k + 1:] + cand[:k + 1]
             issued = False
             reason = "idle" if not cand else None
             if turn is not None:
@@ -380,6 +401,8 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                     span = max(1.0, t - cta_pass[w.cta]) if cta_pass[w.cta] else float(n)
                     smem_windows.append((t, t + span, background_wavefronts / span))
                     cta_pass[w.cta] = t
+                if trace is not None and w.pc == trace_pc % n:
+                    trace.setdefault(w.wid, []).append(t)
                 _advance(w, n, finish, t)
                 last[sp] = w
                 progressed += 1
@@ -389,10 +412,10 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
         hist.append(progressed)
         t += 1
     done_it = {k: max(v for (wid, it), v in finish.items() if it == k) for k in range(1, iterations + 1)}
-    # Steady state over the window in which every warp is past its first iteration and
-    # none has finished: the SM's instruction throughput there, per full loop pass of all
+    # Steady state over the window in which every warp is past its ``warmup``-th iteration
+    # and none has finished: the SM's instruction throughput there, per full loop pass of all
     # resident warps (CTAs drift apart, so per-warp finish times alone would mislead).
-    t_a = done_it[1]
+    t_a = done_it[min(max(1, warmup), iterations - 1)]
     t_b = min(v for (wid, it), v in finish.items() if it == iterations)
     if t_b <= t_a:
         t_a, t_b = 0, done_it[iterations]

@@ -284,10 +284,11 @@ def render(measured: dict, predicted: dict, prof: dict, bench: dict, built: list
         lines += ["", "Off by more than 5 pp: over " + (", ".join(over) or "none") + "; under "
                   + (", ".join(under) or "none") + ". The model has no TMA engine, no mbarrier latency "
                   "and no L2/DRAM on the H200: it reads a transaction-barrier wait as an ordinary "
-                  "instruction and the producer's writes as shared-memory bandwidth only. It is no bound "
-                  "either way: it over-predicts the ping-pong steps, whose turns it takes as exact and "
-                  "free, and under-predicts the overlapped steps without ping-pong, whose seed spread "
-                  "(± sd) shows schedules it cannot settle between; issue 32 keeps this open.", ""]
+                  "instruction and the producer's writes as shared-memory bandwidth only, and it takes "
+                  "the ping-pong turns as exact and free. A large ± sd marks a loop whose seeds settle in "
+                  "different phases of its two warpgroups (most keep one's softmax under the other's "
+                  "HGMMAs, a few lock both softmaxes in phase: METHOD.md, \"Warp choice and the phase "
+                  "of two warpgroups\"); issue 32 keeps this open.", ""]
     lines += ["## What the profiles show", "",
               "`ncu --set full`, one launch at S = 4096, fp16, `--clock-control none` (the clock is what the "
               "GPU ran at under the profiler). Stalls: warps per issued instruction, Nsight Compute's "
