@@ -26,7 +26,7 @@ from pathlib import Path
 from flashprof.analysis.gap.constants import machine
 from flashprof.analysis.gap.controls import main_loop, parse
 from flashprof.analysis.gap.data import REPO
-from flashprof.analysis.gap.loops import listing_lines
+from flashprof.analysis.gap.ceilings_sass import write_loops
 from flashprof.analysis.gap.scheduler import POLICIES, simulate
 from flashprof.kernels.gpus import GPUS, SHIPPED
 
@@ -95,20 +95,8 @@ def compare() -> dict:
 
 def write_sass(path: Path = SASS_FILE) -> Path:
     """The loop of every sched kernel in the ceilings cubin (sm_90a, the venv's nvcc)."""
-    from flashprof.kernels import ceilings
-    from flashprof.kernels.sass.static import dump_sass
-    from flashprof.kernels.toolchain import find_toolchain
-
-    per_fn = parse(dump_sass(ceilings.build("sm_90a", cubin=True)))
-    lines = ["# ceilings sched kernels (flashprof/kernels/ceilings/sched.cuh), sm_90a: each one's FFMA loop",
-             f"# from: python -m flashprof.analysis.gap.sched_check --write-sass (nvcc {find_toolchain('nvcc').nvcc_version})"]
-    for fn in sorted(f for f in per_fn if "k_sched" in f):
-        lo, hi = main_loop(per_fn[fn], "FFMA")
-        lines.append(f"Function : {fn}")
-        lines += listing_lines(per_fn[fn][lo:hi + 1])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return write_loops(path, "ceilings sched kernels (flashprof/kernels/ceilings/sched.cuh), sm_90a: each one's FFMA loop",
+                       "python -m flashprof.analysis.gap.sched_check --write-sass", lambda f: "k_sched" in f, "FFMA")
 
 
 def main(argv: list[str]) -> int:

@@ -30,9 +30,9 @@ from pathlib import Path
 
 from flashprof.analysis.gap import interplay
 from flashprof.analysis.gap.constants import SUBPARTITIONS, Machine, machine
-from flashprof.analysis.gap.controls import main_loop, parse
+from flashprof.analysis.gap.controls import parse
 from flashprof.analysis.gap.data import REPO
-from flashprof.analysis.gap.loops import listing_lines
+from flashprof.analysis.gap.ceilings_sass import write_loops
 from flashprof.analysis.gap.scheduler import simulate
 from flashprof.analysis.stages.wgmma_mix import HGMMA_FLOP, WARPGROUPS, point_of_function
 from flashprof.kernels.gpus import GPUS, SHIPPED
@@ -109,20 +109,8 @@ def predicted_vs_measured(meas: dict, path: Path | None = None) -> dict | None:
 
 def write_sass(path: Path = SASS_FILE) -> Path:
     """The main loop of every wgmma mix kernel in the ceilings cubin (sm_90a, the venv's nvcc)."""
-    from flashprof.kernels import ceilings
-    from flashprof.kernels.sass.static import dump_sass
-    from flashprof.kernels.toolchain import find_toolchain
-
-    per_fn = parse(dump_sass(ceilings.build("sm_90a", cubin=True)))
-    lines = ["# ceilings wgmma mix kernels (flashprof/kernels/ceilings/wgmma_mix.cuh), sm_90a: each one's main loop",
-             f"# from: python -m flashprof.analysis.gap.wgmma_interplay --write-sass (nvcc {find_toolchain('nvcc').nvcc_version})"]
-    for fn in sorted(f for f in per_fn if point_of_function(f)):
-        lo, hi = main_loop(per_fn[fn], "HGMMA")
-        lines.append(f"Function : {fn}")
-        lines += listing_lines(per_fn[fn][lo:hi + 1])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return write_loops(path, "ceilings wgmma mix kernels (flashprof/kernels/ceilings/wgmma_mix.cuh), sm_90a: each one's main loop",
+                       "python -m flashprof.analysis.gap.wgmma_interplay --write-sass", point_of_function, "HGMMA")
 
 
 def points(path: Path = SASS_FILE) -> dict[str, list]:

@@ -73,22 +73,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "ceilings: this build has no wgmma (not compiled for sm_90a)\n");
         return 0;
     }
-    if (sched_only) {
-        bool ok = true;
-        for (const Record& r : bench_sched(dev)) {
-            emit(r);
-            ok = ok && r.check == "ok";
-        }
-        return ok ? 0 : 1;
-    }
-    if (mix_only) {
-        bool ok = true;
-        for (const Record& r : bench_mma_mixes(dev)) {
-            emit(r);
-            ok = ok && r.check == "ok";
-        }
-        return ok ? 0 : 1;
-    }
+    if (sched_only) return emit_all(bench_sched(dev)) ? 0 : 1;
+    if (mix_only) return emit_all(bench_mma_mixes(dev)) ? 0 : 1;
     if (wgmix_only) {
         const std::vector<Record> pts = bench_wgmma_mixes(dev);
         if (pts.empty()) {

@@ -131,6 +131,16 @@ inline void emit(const Record& r) {
                      r.kind.c_str(), r.check.c_str());
 }
 
+// Prints every record; whether all passed their self-checks.
+inline bool emit_all(const std::vector<Record>& records) {
+    bool ok = true;
+    for (const Record& r : records) {
+        emit(r);
+        ok = ok && r.check == "ok";
+    }
+    return ok;
+}
+
 // ------------------------------------------------------------------------ timing
 // One warm-up launch, then kRepeats launches between CUDA events; `after(ms)` per repeat.
 template <typename Launch, typename After>
