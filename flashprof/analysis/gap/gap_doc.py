@@ -215,10 +215,13 @@ def render(recs: list[dict], whatif: list[dict] | None = None, wgmma_check: pd.D
                        f"{_f(r['pred_pct_of_fa2'])} |")
         out.append("")
     if whatif:
-        out += ["## What-if: changes to the shipped kernel 7, predicted before they are built", "",
+        out += ["## What-if: changes to the single-pipeline wgmma kernel 7 (64 x 128, cp.async), by today's model", "",
                 "`flashprof gap --what-if` (`analysis/gap/whatif.py`): each change transforms kernel 7's real KV-loop "
-                "SASS and launch shape and runs the same simulation. Issue 34 measures them.", "",
-                "| change | CTAs/SM | TFLOP/s | % of FA2 | × shipped | sd | tensor active % | top stalls |",
+                "SASS and launch shape and runs the same simulation. The predictions made with the model of the day, "
+                "before the changes were built, and the built kernels' measurements are in "
+                "[HOPPER_STEPS.md](HOPPER_STEPS.md); the shipped kernel 7 is the built form of tile128+tma+overlap "
+                "on a persistent grid.", "",
+                "| change | CTAs/SM | TFLOP/s | % of FA2 | × baseline | sd | tensor active % | top stalls |",
                 "|---|---|---|---|---|---|---|---|"]
         for r in whatif:
             top = ", ".join(f"{k} {v:.2f}" for k, v in sorted(r["pred_stalls"].items(), key=lambda kv: -kv[1])[:2])
