@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # One GPU call (repo root; .whl/ carries ncu-report + plotly): which of two ready warps a
 # scheduler issues (issue 32; flashprof/kernels/ceilings/sched.cuh, the ceilings binary's
-# `sched` mode). Outputs under $OUT: sched.raw.jsonl, sched_clocks.txt, sched_sm_90a.sass,
+# `sched` mode). Outputs under $OUT: sched.raw.jsonl (run 1 of 3), sched.run<k>.raw.jsonl, sched_clocks.txt, ceilings_sm_90a.sass,
 # sched.log, setup.log.
 set -uo pipefail
 : "${OUT:?}"
 . devjobs/ceilings_exe.sh  # say, the venv, $EXE
 CUBIN=$(.venv/bin/python -c "from flashprof.kernels import ceilings as b; print(b.build('sm_90a', cubin=True))") || exit 1
 say "built $EXE and $CUBIN ($(nvcc --version | tail -1))"
-cuobjdump -sass -fun k_sched "$CUBIN" > "$OUT/sched_sm_90a.sass" 2>> "$OUT/sched.log" || cuobjdump -sass "$CUBIN" | grep -A400 k_sched > "$OUT/sched_sm_90a.sass"
+cuobjdump -sass "$CUBIN" > "$OUT/ceilings_sm_90a.sass" 2>> "$OUT/sched.log"  # the whole cubin (-fun wants the mangled name)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/sched_clocks.txt"
 for run in 1 2 3; do
   timeout 60 "$EXE" sched > "$OUT/sched.run$run.raw.jsonl" 2>> "$OUT/sched.log"
