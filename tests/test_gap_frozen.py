@@ -107,9 +107,9 @@ def test_committed_rows_keep_the_gap_shape_and_fit_nothing(committed):
 
 @pytest.mark.xfail(strict=True, reason="issue 32: timed after its two warpgroups settle, the persistent warp-"
                    "specialised kernel 7 comes out 1.5 % fast in 13 of 16 seeds, but 3 seeds lock the warpgroups "
-                   "in phase (mean +3.6 % cycles), and FA2 (the denominator) is 5.6 % fast (issue 31): -18.6 pp, "
-                   "and the locked seeds put barrier among the top two stalls; strict: a model that meets the bar "
-                   "makes this pass, and the marker must go")
+                   "in phase (mean +3.6 % cycles); FA2, the denominator, is -0.4 % since its out-of-line next-K "
+                   "block is in its loop: -8.1 pp, and the locked seeds put barrier among the top two stalls; "
+                   "strict: a model that meets the bar makes this pass, and the marker must go")
 def test_issue_32_bar_the_shipped_kernel7_within_5pp_with_its_top_two_stalls(committed):
     recs, _ = committed
     by = {r["target"]: r for r in recs if r["kind"] == "row" and r["gpu_key"] == "h200_sxm"
@@ -118,6 +118,16 @@ def test_issue_32_bar_the_shipped_kernel7_within_5pp_with_its_top_two_stalls(com
     # "names the same top two reasons as the report": the same two, in either order
     top = lambda pre: set(sorted(by["7"]["pred_stalls"], key=lambda g: -by["7"][pre + g])[:2])
     assert top("stall_model_") == top("stall_measured_")
+
+
+@pytest.mark.xfail(strict=True, reason="issue 32: MAE over kernels 1-7 as shipped is 3.04 pp, kernel 7's -8.1 pp "
+                   "(its locked seeds) the largest term; strict: a model that meets the bar makes this pass")
+def test_issue_32_bar_h200_mae_over_kernels_1_to_7_as_shipped(committed):
+    recs, _ = committed
+    errs = [abs(r["error_pp"]) for r in recs if r["kind"] == "row" and r["gpu_key"] == "h200_sxm"
+            and r["seq"] == 4096 and r["target"] in {str(k) for k in range(1, 8)}]
+    assert len(errs) == 7
+    assert sum(errs) / len(errs) <= 3.0
 
 
 def test_stale_inputs_are_named(tmp_path):

@@ -34,7 +34,7 @@ SERIES_GPUS = tuple(PUBLISHED_KEY)  # the GPUs with published numbers (model key
 
 
 
-def _wgmma_mix_sentence(k7: dict) -> str:
+def _wgmma_mix_sentence(k7: dict, ref: dict | None = None) -> str:
     """What the wgmma mix microbenchmark and the seeds say of kernel 7's error, or ''."""
     from flashprof.analysis.gap import wgmma_interplay
 
@@ -48,10 +48,10 @@ def _wgmma_mix_sentence(k7: dict) -> str:
            f"{rec['wgmma_fp32_share']:g}, from the wgmma mix microbenchmark) predicted kernel 7's softmax mix there "
            f"before it was measured ({errs} % at 10-40 instructions per HGMMA), so the cost's size holds; "
            "the model charges it to the FP32 instruction, while " + _split_sentence())
-    return out + _settle_sentence(k7)
+    return out + _settle_sentence(k7, ref)
 
 
-def _settle_sentence(k7: dict) -> str:
+def _settle_sentence(k7: dict, ref: dict | None = None) -> str:
     """How the seeds' two-warpgroup phase came out: settled (one's softmax under the other's
     HGMMAs: within 5 % of the fastest seed) or locked, and the settled seeds' cycles error."""
     cyc, meas = k7.get("pred_cycles_seeds") or [], k7.get("measured_cycles")
@@ -65,7 +65,8 @@ def _settle_sentence(k7: dict) -> str:
             f"{len(cyc) - len(settled)} lock both softmaxes in phase (up to {100 * (max(cyc) / fast - 1):.0f} % slower); "
             f"the GPU does not: its barrier stall, where Nsight Compute samples the WARPGROUP.DEPBAR waits, is "
             f"{_f(k7.get('stall_measured_barrier'), '{:.2f}')} warps per issued instruction, the model's "
-            f"{_f(k7.get('stall_model_barrier'), '{:.2f}')}. The rest of the % error is FA2's cycles.")
+            f"{_f(k7.get('stall_model_barrier'), '{:.2f}')}. FA2's cycles, the denominator, are predicted "
+            f"{_f((ref or {}).get('cycles_error_pct'), '{:+.1f}')} %, so the mean's error is the locked seeds'.")
 
 
 def _split_sentence() -> str:
@@ -134,6 +135,7 @@ def render(recs: list[dict], whatif: list[dict] | None = None, wgmma_check: pd.D
     out += ["## Verdict", ""]
     h = summ.get((H200, "flashprof"))
     k7 = next((r for r in rows if r["gpu_key"] == H200 and r["target"] == "7"), None)
+    ref = next((r for r in rows if r["gpu_key"] == H200 and r["target"] == "ref" and r.get("seq") == 4096), None)
     if h:
         out.append(f"- **{_name(rows, H200)}** (vs its own Nsight Compute reports): MAE {_f(h['mae_pp'])} pp over {h['n']} kernels "
                    f"(1–7 as shipped: {_f(h.get('mae_shipped_pp'))} pp); cycles MAPE {_f(h['cycles_mape_pct'])} %.")
@@ -144,7 +146,7 @@ def render(recs: list[dict], whatif: list[dict] | None = None, wgmma_check: pd.D
                    f"{_f(k7['pred_pct_sd'])} % of FA2, measured {_f(k7['observed_pct'])} % ({_f(k7['error_pp'], '{:+.1f}')} pp); "
                    f"top stalls predicted {top(k7['pred_stalls'])}, measured {top(meas)}; tensor active "
                    f"{_f(k7['pred_tensor_active_pct'])} % predicted, {_f(k7['measured_tensor_active_pct'])} % measured."
-                   + _wgmma_mix_sentence(k7))
+                   + _wgmma_mix_sentence(k7, ref))
     for key in SERIES_GPUS:
         sk = skill([r for r in rows if r["gpu_key"] == key and r["binary"] == "series"])
         s = summ.get((key, "series"), {})

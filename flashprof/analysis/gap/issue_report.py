@@ -50,8 +50,11 @@ WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
 STALL_GROUPS = {
     "wait": (("stall count",), ("wait",)),
     "scoreboard": (("wait barrier",), ("short_scoreboard", "long_scoreboard")),
-    "mio": (("mio throttle", "lsu/mio"), ("mio_throttle", "lg_throttle")),
-    "math_pipe": (("tensor pipe", "fma pipe", "alu pipe", "xu pipe"), ("math_pipe_throttle",)),
+    # MUFU reaches its pipe through the MIO queue: Nsight Compute samples a warp held back by a
+    # busy XU pipe as mio_throttle, not math_pipe_throttle (its stall-reason table: "MIO ...
+    # special math instructions"; the H200 report of FA2 has no math_pipe sample on a MUFU PC)
+    "mio": (("mio throttle", "lsu/mio", "xu pipe"), ("mio_throttle", "lg_throttle")),
+    "math_pipe": (("tensor pipe", "fma pipe", "alu pipe"), ("math_pipe_throttle",)),
     # WARPGROUP.DEPBAR (a wait for warpgroup MMA) is sampled as "barrier": on the H200 report of
     # the wgmma kernel 7, 96 % of its barrier samples sit on its two WARPGROUP.DEPBAR PCs.
     "barrier": (("barrier", "wgmma wait"), ("barrier",)),

@@ -218,7 +218,8 @@ POLICIES = ("greedy", "round_robin")
 def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterations: int = 8,
              conflict: float = 1.0, seed: int = 0, pingpong: bool = False,
              background_wavefronts: float = 0.0, warmup: int = 1, policy: str = "greedy",
-             subpartitions: int = SUBPARTITIONS, trace: dict | None = None, trace_pc: int = -1) -> dict:
+             subpartitions: int = SUBPARTITIONS, trace: dict | None = None, trace_pc: int = -1,
+             pc_states: Counter | None = None) -> dict:
     """Steady-state cycles per loop iteration of ``ctas`` CTAs on one SM. ``seed`` > 0
     starts each CTA after a pseudo-random delay of 0-255 cycles (CTAs never start in
     lockstep on hardware) and adds 0-``JITTER`` cycles to every variable-latency
@@ -236,7 +237,9 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     simulates such loops longer and skips the first half). ``policy``: the warp choice (module
     docstring). ``subpartitions``: schedulers the warps are dealt to (1: all on one, as in the
     ``ceilings sched`` microbenchmark). ``trace``: if a dict, per warp id the cycles in which
-    it issued the body's instruction ``trace_pc`` (default: the last, the pass's end)."""
+    it issued the body's instruction ``trace_pc`` (default: the last, the pass's end).
+    ``pc_states``: if a Counter, (body index, warp state) -> warp-cycles after the first pass,
+    the model's counterpart of Nsight Compute's per-PC stall samples (analysis/gap/pc_stalls.py)."""
     if not body or ctas < 1:
         raise ValueError("empty loop body or no resident CTA")
     if policy not in POLICIES:
@@ -315,12 +318,16 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                 for w, y in zip(cand, whys):
                     if w.it >= 1:
                         warp_states[y or "dispatch"] += 1
+                        if pc_states is not None:
+                            pc_states[(w.pc, y or "dispatch")] += 1
                 stalls["dispatch" if cand else "idle"] += 1
                 continue
             chosen = next((w for w, y in zip(cand, whys) if y is None), None)
             for w, y in zip(cand, whys):
                 if w.it >= 1:  # per-warp states after the first pass (ncu's stall reasons)
                     warp_states["issued" if w is chosen else (y or "not selected")] += 1
+                    if pc_states is not None:  # per instruction: Nsight's per-PC samples
+                        pc_states[(w.pc, "issued" if w is chosen else (y or "not selected"))] += 1
             for w, why in zip(cand, whys):
                 if why:
                     reason = reason or why

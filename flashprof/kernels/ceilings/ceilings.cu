@@ -6,6 +6,10 @@
 //                          process, so that a fault there cannot cost the other results)
 //   ceilings mix        -> HMMA with K interleaved FFMA / IMAD / MUFU.EX2 / FMNMX / IADD3 per HMMA, with and
 //                          without operand reuse (mix.cuh; issue 31's candidate costs)
+//   ceilings mix1       -> the same mix kernels at one warp per scheduler (K = 0, 1, 2, 4, 8): how long the
+//                          warp that issued an HMMA waits before its next instruction (issue 31)
+//   ceilings mio        -> one warp issuing N independent ldmatrix.x4 back to back: how many a scheduler
+//                          takes before mio_throttle (mio.cuh; the model's mio_queue_depth)
 //   ceilings wgmix      -> HGMMA (two warpgroups, SS and RS) with K interleaved FFMA / MUFU.EX2 /
 //                          FMNMX / IMAD / FADD / softmax mix per HGMMA, then the order in which the
 //                          tensor pipe takes two warpgroups' groups (wgmma_mix.cuh; sm_90a builds; issue 32)
@@ -16,6 +20,7 @@
 #include <cstring>
 
 #include "latency.cuh"
+#include "mio.cuh"
 #include "mix.cuh"
 #include "sched.cuh"
 #include "wgmma.cuh"
@@ -26,6 +31,8 @@ using namespace ceilings;
 int main(int argc, char** argv) {
     const bool wgmma_only = argc > 1 && std::strcmp(argv[1], "wgmma") == 0;
     const bool mix_only = argc > 1 && std::strcmp(argv[1], "mix") == 0;
+    const bool mix1_only = argc > 1 && std::strcmp(argv[1], "mix1") == 0;
+    const bool mio_only = argc > 1 && std::strcmp(argv[1], "mio") == 0;
     const bool wgmix_only = argc > 1 && std::strcmp(argv[1], "wgmix") == 0;
     const bool sched_only = argc > 1 && std::strcmp(argv[1], "sched") == 0;
     int dev_id = 0, count = 0;
@@ -75,6 +82,8 @@ int main(int argc, char** argv) {
     }
     if (sched_only) return emit_all(bench_sched(dev)) ? 0 : 1;
     if (mix_only) return emit_all(bench_mma_mixes(dev)) ? 0 : 1;
+    if (mix1_only) return emit_all(bench_mma_mixes_w1(dev)) ? 0 : 1;
+    if (mio_only) return emit_all(bench_mio_bursts(dev)) ? 0 : 1;
     if (wgmix_only) {
         const std::vector<Record> pts = bench_wgmma_mixes(dev);
         if (pts.empty()) {

@@ -83,11 +83,15 @@ inline const char* mix_name(int kind) {
          : kind == kMixIadd ? "iadd" : kind == kMixFfma3 ? "ffma3" : "none";
 }
 
+// warps: warps per scheduler; the throughput points run kWarpsPerScheduler, the latency points
+// ("_w1") one warp per scheduler, so that nothing hides how long the warp that issued an HMMA
+// waits before it issues its next instruction
 template <int KIND, int K, bool REUSE>
-Record bench_mma_mix(const Device& dev) {
-    std::string name = std::string("mma_mix_") + mix_name(KIND) + "_k" + std::to_string(K) + (REUSE ? "" : "_noreuse");
-    Record r{name, "mix", "FLOP/clk/SM", "cycles", kWarpsPerScheduler};
-    const int threads = threads_for(kWarpsPerScheduler);
+Record bench_mma_mix(const Device& dev, int warps = kWarpsPerScheduler) {
+    std::string name = std::string("mma_mix_") + mix_name(KIND) + "_k" + std::to_string(K) + (REUSE ? "" : "_noreuse") +
+                       (warps == kWarpsPerScheduler ? "" : "_w" + std::to_string(warps));
+    Record r{name, "mix", "FLOP/clk/SM", "cycles", warps};
+    const int threads = threads_for(warps);
     const int iters = KIND == kMixEx2 ? 4096 : 16384;  // EX2 at 16 op/clk/SM: ~1-4 M cycles a run
     uint32_t* d_in = to_device(std::vector<uint32_t>(12, 0x3C003C00u));  // both sets A = B = 1.0 (fp16 pairs)
     float* d_out;
@@ -128,6 +132,27 @@ inline std::vector<Record> bench_mma_mixes(const Device& dev) {
     CEIL_MIX(kMixIadd)
     CEIL_MIX(kMixFfma3)
 #undef CEIL_MIX
+    return all;
+}
+
+// The latency points (`ceilings mix1`): one warp per scheduler, K = 0, 1, 2, 4, 8 of each kind
+// after every HMMA (operand reuse on; FFMA also without). The same kernels as the throughput
+// points, so the same SASS (reports/sass/ceilings/mma_mix_sm_90a.sass).
+inline std::vector<Record> bench_mma_mixes_w1(const Device& dev) {
+    std::vector<Record> all;
+    all.push_back(bench_mma_mix<kMixNone, 0, true>(dev, 1));
+#define CEIL_MIX1(KIND)                                                                               \
+    all.push_back(bench_mma_mix<KIND, 1, true>(dev, 1)); all.push_back(bench_mma_mix<KIND, 2, true>(dev, 1)); \
+    all.push_back(bench_mma_mix<KIND, 4, true>(dev, 1)); all.push_back(bench_mma_mix<KIND, 8, true>(dev, 1));
+    CEIL_MIX1(kMixFfma)
+    CEIL_MIX1(kMixFmnmx)
+    CEIL_MIX1(kMixImad)
+    CEIL_MIX1(kMixEx2)
+    CEIL_MIX1(kMixFfma3)
+    CEIL_MIX1(kMixIadd)
+#undef CEIL_MIX1
+    all.push_back(bench_mma_mix<kMixFfma, 1, false>(dev, 1));
+    all.push_back(bench_mma_mix<kMixFfma, 4, false>(dev, 1));
     return all;
 }
 
