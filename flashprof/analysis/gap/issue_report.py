@@ -609,10 +609,14 @@ def limitations(recs: list[dict]) -> list[str]:
         "instruction issued beside a busy tensor pipe holds it tensor_issue_steal longer) is measured on the H200 "
         "(make ceilings' mix, reports/h200/mma_mix/interplay.json) and carried unchanged to the A100 and the "
         "RTX 3090 (not measured there; both constants in the sensitivity table). Not modelled: what else "
-        "Nsight Compute counts as dispatch_stall (register-bank conflicts), instruction fetch, the yield bit.",
+        "Nsight Compute counts as dispatch_stall (register-bank conflicts), instruction fetch, the yield bit, "
+        "and the extra fixed wait the H200 reports show after an instruction of stall count 2 or more (about "
+        "S - 1 + 0.3 ... 1 cycles where the model waits S - 1: reports/gap/pc_stalls_h200.json).",
         "Loop bodies run straight-line: forward branches inside the KV loop fall through, a predicated CALL "
         "(kernels 13-16: a slow path) is not followed; an out-of-line block the loop branches to and returns "
-        "from (FA2's next-K cp.async block) is spliced in (loops.with_out_of_line, series files only). "
+        "from (FA2's next-K cp.async block, in the series' and PyTorch's FA2 alike) is spliced in "
+        "(loops.with_out_of_line; tests/test_gap_loop_cover.py checks every H200 loop against its report's "
+        "per-PC instruction counts). "
         "Shared-memory bank conflicts enter as one factor per kernel measured on the H200 for flashprof's "
         "kernel of the same step (series kernels 8-16: kernel 7's; unswizzled kernel-7 variant: kernel 1's).",
         "L2: every LDGSTS hits; its bytes queue on the SM's share of the measured L2 bandwidth (A100 35.5, "

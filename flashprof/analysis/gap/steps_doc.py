@@ -115,6 +115,36 @@ def predictions(folder: Path = STEPS_DIR, whatif: Path = WHATIF) -> dict:
     return recs
 
 
+def _fa2_clock_ghz() -> float | None:
+    """The SM clock FA2's H200 report ran at (reports/h200/ref.ncu-rep), GHz."""
+    from flashprof.analysis.stages.summary import summarize_paths
+
+    path = H200_DIR / "ref.ncu-rep"
+    if not path.is_file():
+        return None
+    rec = next(r for r in summarize_paths([path]) if r.get("dominant", True))
+    return rec["sm_clock_hz"] / 1e9
+
+
+def _clock_sentence(built: list[dict], prof: dict, where: dict) -> list[str]:
+    """The model counts SM cycles, the sweep times: where a step was profiled, its clock and
+    FA2's under Nsight Compute turn the model's cycle ratio into a time ratio."""
+    fa2 = _fa2_clock_ghz()
+    cells = []
+    for r in built:
+        p = prof.get(r["step"])
+        meas = where.get(r["slug"], {}).get((r["slug"], "fp16"), {}).get(4096)
+        if fa2 and p and meas and r.get("pred_pct_of_fa2") is not None:
+            at = r["pred_pct_of_fa2"] * p["clock_ghz"] / fa2
+            cells.append(f"{r['step']} {at:.1f} against {100 * meas[0] / meas[1]:.1f} % ({p['clock_ghz']:.2f} GHz)")
+    if not cells:
+        return []
+    return ["", f"The model counts SM cycles; the sweep times kernels. Under Nsight Compute the profiled Hopper steps "
+            f"ran at a lower clock than FA2 ({fa2:.2f} GHz, `reports/h200/ref.ncu-rep`); at the clocks of those "
+            "profiles the model's ratios read " + "; ".join(cells) + ". The sweep did not record its clocks, so "
+            "this is a reading, not the comparison itself."]
+
+
 def profiles(steps=STEPS) -> dict:
     """step name -> the profile's numbers (summary record + launch resources)."""
     from flashprof.analysis.report.parse import load_frame
@@ -288,7 +318,8 @@ def render(measured: dict, predicted: dict, prof: dict, bench: dict, built: list
                   "the ping-pong turns as exact and free. A large ± sd marks a loop whose seeds settle in "
                   "different phases of its two warpgroups (most keep one's softmax under the other's "
                   "HGMMAs, a few lock both softmaxes in phase: METHOD.md, \"Warp choice and the phase "
-                  "of two warpgroups\"); issue 32 keeps this open.", ""]
+                  "of two warpgroups\"); issue 32 keeps this open."]
+        lines += _clock_sentence(built, prof, where) + [""]
     lines += ["## What the profiles show", "",
               "`ncu --set full`, one launch at S = 4096, fp16, `--clock-control none` (the clock is what the "
               "GPU ran at under the profiler). Stalls: warps per issued instruction, Nsight Compute's "
