@@ -5,16 +5,8 @@
 # mio.run<k>.raw.jsonl, mio_clocks.txt, ceilings_sm_90a.sass, mio.log, setup.log.
 set -uo pipefail
 : "${OUT:?}"
-. devjobs/ceilings_exe.sh  # say, the venv, $EXE
-CUBIN=$(.venv/bin/python -c "from flashprof.kernels import ceilings as b; print(b.build('sm_90a', cubin=True))") || exit 1
-say "built $EXE and $CUBIN ($(nvcc --version | tail -1))"
-cuobjdump -sass "$CUBIN" > "$OUT/ceilings_sm_90a.sass" 2>> "$OUT/mio.log"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/mio_clocks.txt"
-for run in 1 2; do
-  timeout 200 "$EXE" mio > "$OUT/mio.run$run.raw.jsonl" 2>> "$OUT/mio.log"
-  say "mio run $run exit $?: $(grep -c measurement "$OUT/mio.run$run.raw.jsonl") records"
-done
-cp "$OUT/mio.run1.raw.jsonl" "$OUT/mio.raw.jsonl"
+. devjobs/ceilings_exe.sh  # say, the venv, $EXE, ceilings_runs
+ceilings_runs mio 2 200
 .venv/bin/python - "$OUT" <<'PY'
 import json, sys, pathlib, statistics
 for run in (1, 2):

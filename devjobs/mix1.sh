@@ -6,16 +6,8 @@
 # mix1.run<k>.raw.jsonl, mix1_clocks.txt, ceilings_sm_90a.sass, mix1.log, setup.log.
 set -uo pipefail
 : "${OUT:?}"
-. devjobs/ceilings_exe.sh  # say, the venv, $EXE
-CUBIN=$(.venv/bin/python -c "from flashprof.kernels import ceilings as b; print(b.build('sm_90a', cubin=True))") || exit 1
-say "built $EXE and $CUBIN ($(nvcc --version | tail -1))"
-cuobjdump -sass "$CUBIN" > "$OUT/ceilings_sm_90a.sass" 2>> "$OUT/mix1.log"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/mix1_clocks.txt"
-for run in 1 2; do
-  timeout 200 "$EXE" mix1 > "$OUT/mix1.run$run.raw.jsonl" 2>> "$OUT/mix1.log"
-  say "mix1 run $run exit $?: $(grep -c measurement "$OUT/mix1.run$run.raw.jsonl") records"
-done
-cp "$OUT/mix1.run1.raw.jsonl" "$OUT/mix1.raw.jsonl"
+. devjobs/ceilings_exe.sh  # say, the venv, $EXE, ceilings_runs
+ceilings_runs mix1 2 200
 .venv/bin/python - "$OUT" <<'PY'
 import json, sys, pathlib, statistics
 runs = {}
