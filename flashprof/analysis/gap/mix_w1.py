@@ -4,7 +4,7 @@ At four warps per scheduler (``ceilings mix``, analysis/gap/interplay.py) other 
 warp's waits, so those points measure issue and pipe costs, not how long one warp waits. At one
 warp per scheduler nothing hides that: a point's HMMA rate is its warp's own issue chain (stall
 counts, the tensor pipe's interval, the cost of issuing beside a busy tensor pipe). The
-measured points (reports/h100/mma_mix_w1/mix1.raw.jsonl, GH100) are held out: no constant of
+measured points (``reports/<gpu>/mma_mix_w1/mix1.raw.jsonl``, a GPU of the shipped GPU's chip) are held out: no constant of
 the model comes from them. The loops are the committed listing of the same kernels
 (reports/sass/ceilings/mma_mix_sm_90a.sass; the GPU build's loops are identical).
 
@@ -23,9 +23,12 @@ from flashprof.analysis.gap.constants import SUBPARTITIONS, Machine, machine
 from flashprof.analysis.gap.data import REPO
 from flashprof.analysis.gap.interplay import ITERATIONS, SEED, points
 from flashprof.analysis.gap.scheduler import simulate
-from flashprof.kernels.gpus import SHIPPED
+from flashprof.kernels.gpus import GPUS, SHIPPED
 
-RUN = REPO / "reports" / "h100" / "mma_mix_w1" / "mix1.raw.jsonl"
+# the run on a GPU of the shipped GPU's chip (the same SM), the shipped GPU's own first
+RUN = next((p for p in (REPO / g.reports / "mma_mix_w1" / "mix1.raw.jsonl"
+                        for g in sorted(GPUS, key=lambda g: g.slug != SHIPPED.slug) if g.chip == SHIPPED.chip)
+            if p.is_file()), REPO / SHIPPED.reports / "mma_mix_w1" / "mix1.raw.jsonl")
 FLOP_PER_HMMA = 2 * 16 * 8 * 16  # m16n8k16
 _NAME = re.compile(r"^mma_mix_([a-z0-9]+)_k(\d+)(_noreuse)?_w1$")
 

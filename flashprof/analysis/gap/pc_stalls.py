@@ -7,12 +7,12 @@ a reason's sum over the loop is the kernel-level ``warps_per_issue`` figure. Whe
 says which instructions carry a cost the model lacks.
 
 ``wait_after_stall`` groups the loop's instructions by the stall count of the instruction
-before them (the fixed wait the compiler asked for): on the H200's FA2 the measured wait after
+before them (the fixed wait the compiler asked for): on the shipped GPU's FA2 the measured wait after
 an instruction of stall count S is S - 1 cycles for S = 1, but about S for S = 4, 5, 7, 8, while
 the model waits S - 1 throughout.
 
 ``python -m flashprof.analysis.gap.pc_stalls [--write]`` prints (writes
-reports/gap/pc_stalls_h200.json) that table and the reasons by opcode for the H200's reports
+reports/gap/pc_stalls_<gpu>.json) that table and the reasons by opcode for the shipped GPU's reports
 of kernels 1-6, 7mma and FA2.
 """
 from __future__ import annotations
@@ -27,8 +27,9 @@ from flashprof.analysis.gap.data import REPO
 from flashprof.analysis.gap.issue_report import STALL_GROUPS
 from flashprof.analysis.gap.loops import LoopCode
 from flashprof.analysis.gap.scheduler import simulate
+from flashprof.kernels.gpus import SHIPPED
 
-OUT = REPO / "reports" / "gap" / "pc_stalls_h200.json"
+OUT = REPO / "reports" / "gap" / f"pc_stalls_{SHIPPED.slug}.json"
 # Nsight Compute's per-PC reasons (load_source_frame's stall_<reason> columns) -> model groups
 MEASURED = {"selected": "issued", **{r: g for g, (_mine, theirs) in STALL_GROUPS.items() for r in theirs}}
 MODEL = {"issued": "issued", **{s: g for g, (mine, _theirs) in STALL_GROUPS.items() for s in mine}}
@@ -104,11 +105,11 @@ def analyse(code: LoopCode, report: Path, m: Machine, ctas: int, conflict: float
             "wait_after_stall": wait_after_stall(code, meas, model), "by_opcode": by_opcode(code, meas, model)}
 
 
-def h200_targets() -> dict[str, tuple[LoopCode, Path]]:
+def shipped_targets() -> dict[str, tuple[LoopCode, Path]]:
     from flashprof.analysis.gap.issue_report import GPUS, H200
     from flashprof.analysis.gap.loops import fa2_loop, kernel_loop
 
-    folder = REPO / "reports" / "h200"
+    folder = REPO / SHIPPED.reports
     out = {}
     for t in ("1", "2", "3", "4", "5", "6", "7mma"):
         rep = folder / f"kernel{t}.ncu-rep"
@@ -139,7 +140,7 @@ def main(argv=None) -> int:
     result = {"gpu_key": H200, "what": "per issued loop instruction: the report's PC samples and the "
               "model's warp states (scheduler pc_states, seeds 1-2, 8 passes), by group; wait_after_stall: "
               "mean wait cycles at an instruction by its predecessor's stall count", "targets": {}}
-    for t, (code, rep) in h200_targets().items():
+    for t, (code, rep) in shipped_targets().items():
         ctas = occupancy(m, code.registers, code.smem_bytes, code.warps)["ctas"]
         r = analyse(code, rep, m, ctas, conflict_of(rep))
         result["targets"][t] = r
