@@ -7,6 +7,10 @@
 // takes D requests while the data path serves one x4 (4 wavefronts) every 4 cycles, the time
 // to issue N grows by about one cycle per ldmatrix up to D and by the service time after: the
 // knee of cycles(N) is the depth. kMioRepeats bursts per launch; each record keeps them all.
+// Measured (reports/h100/mio/mio.json): no knee, because ptxas gives each LDSM.x4 a stall count
+// of 4 -- the data path's own rate -- so one warp never builds a queue (4 N - 1 cycles), and at
+// some N it puts the second clock read behind a scoreboard wait. The depth needs several warps
+// of one scheduler issuing at once: the next version.
 #pragma once
 
 #include "compute.cuh"
