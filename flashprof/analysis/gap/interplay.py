@@ -134,9 +134,10 @@ def provenance(path: Path = MEASURED, same_chip=SAME_CHIP) -> dict:
     return out
 
 
-def rate(body, m: Machine) -> float:
-    """Simulated HMMA.16816 per SM clock of one mix loop: one block of 4 warps per scheduler."""
-    warps = WARPS_PER_SCHEDULER * SUBPARTITIONS
+def rate(body, m: Machine, warps_per_scheduler: int = WARPS_PER_SCHEDULER) -> float:
+    """Simulated HMMA.16816 per SM clock of one mix loop: one block of 4 warps per scheduler
+    (the throughput points; ``ceilings mix1``'s latency points run 1, analysis/gap/mix_w1.py)."""
+    warps = warps_per_scheduler * SUBPARTITIONS
     r = simulate(list(body), m, 1, warps, iterations=ITERATIONS, seed=SEED)
     return sum(1 for i in body if i.base == "HMMA") * warps / r["cycles_per_iter"]
 

@@ -21,8 +21,7 @@ from pathlib import Path
 
 from flashprof.analysis.gap.constants import SUBPARTITIONS, Machine, machine
 from flashprof.analysis.gap.data import REPO
-from flashprof.analysis.gap.interplay import ITERATIONS, SEED, points
-from flashprof.analysis.gap.scheduler import simulate
+from flashprof.analysis.gap.interplay import points, rate
 from flashprof.kernels.gpus import GPUS, SHIPPED
 
 # the run on a GPU of the shipped GPU's chip (the same SM), the shipped GPU's own first
@@ -48,8 +47,7 @@ def measured(path: Path = RUN) -> dict[tuple[str, int, bool], float]:
 
 def modelled(body, m: Machine) -> float:
     """Cycles per HMMA per scheduler of one mix loop, one warp on each of the four schedulers."""
-    r = simulate(list(body), m, 1, SUBPARTITIONS, iterations=ITERATIONS, seed=SEED)
-    return r["cycles_per_iter"] / sum(1 for i in body if i.base == "HMMA")
+    return SUBPARTITIONS / rate(body, m, warps_per_scheduler=1)
 
 
 def compare(m: Machine | None = None, path: Path = RUN) -> list[dict]:
