@@ -147,6 +147,7 @@ def test_figure_data_profiles_from_raw_metrics(i):
     assert p["issue_active_pct"] == pytest.approx(raw["smsp__issue_active.avg.pct_of_peak_sustained_active"], abs=1e-3)
     assert p["duration_ms"] == pytest.approx(raw["gpu__time_duration.sum"] / 1e6, abs=1e-4)
     assert p["clock_ghz"] == pytest.approx(raw["sm__cycles_elapsed.avg.per_second"] / 1e9, rel=2e-3)
+    assert p["sm_cycles"] == pytest.approx(raw["sm__cycles_elapsed.avg"], rel=1e-9)
     pre, suf = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
     want = {m[len(pre):-len(suf)]: v for m, v in raw.items() if m.startswith(pre) and m.endswith(suf)}
     want = {k: v for k, v in want.items() if k not in ("selected", "not_selected")}

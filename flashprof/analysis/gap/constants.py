@@ -117,6 +117,10 @@ class Machine:
     # instruction issued while one runs holds its datapath fp32_interval / (1 - share) cycles.
     # Derived from the wgmma mix microbenchmark (analysis/gap/wgmma_interplay.py); 0: none.
     wgmma_fp32_share: float = 0.0
+    # Tensor-pipe cycles an HGMMA loses to each FP32 / IMAD instruction a sub-partition issues
+    # while it runs (the other side of the same exchange: ceilings wgmix's split-role run,
+    # analysis/gap/wgmma_interplay.py); 0: none.
+    wgmma_fp32_steal: float = 0.0
     sources: dict = field(default_factory=dict, compare=False)
     # Constants read from an entry whose source names no citation and no measurement.
     fitted: tuple = field(default=(), compare=False)
@@ -264,6 +268,15 @@ def _wgmma_interplay(path: Path, sources: dict) -> dict:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
+    ex = data.get("exchange") or {}
+    share, steal = ex.get("wgmma_fp32_share"), ex.get("wgmma_fp32_steal")
+    if ex.get("adopted") and isinstance(share, (int, float)) and 0 <= share < 1 and isinstance(steal, (int, float)):
+        where = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (ceilings wgmix split-role run, "
+                 f"{ex.get('source', 'wgmma_split.raw.jsonl')}")
+        mae = (ex.get("mae_pct") or {}).get("exchange", float("nan"))
+        sources["wgmma_fp32_share"] = f"{where}: FP32 cycles lost per HGMMA over its own; {ex.get('n')} mix points held out, error {mae:.1f} %) = {share:.4g}"
+        sources["wgmma_fp32_steal"] = f"{where}: pipe cycles lost per FP32 instruction) = {steal:.4g}"
+        return {"wgmma_fp32_share": float(share), "wgmma_fp32_steal": float(steal)}
     v = data.get("wgmma_fp32_share")
     if not data.get("adopted") or not isinstance(v, (int, float)) or not 0 <= v < 1:
         return {}

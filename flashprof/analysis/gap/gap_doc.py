@@ -44,6 +44,17 @@ def _wgmma_mix_sentence(k7: dict, ref: dict | None = None) -> str:
         return ""
     errs = ", ".join(f"{v['error_pct']:+.1f}" for _, v in sorted(soft.items(), key=lambda kv: int(kv[0].split("_k")[1]))
                      if "_softmax_" in _)
+    ex = rec.get("exchange") or {}
+    if ex.get("adopted"):
+        mae = ex.get("mae_pct", {})
+        out = (f" Its softmax runs beside its HGMMAs, and that costs both sides, as the wgmma mix benchmark's "
+               f"split-role run measured it: a running HGMMA takes the FP32 datapaths for "
+               f"{ex['fp32_cycles_lost_per_hgmma']:.0f} of its {ex['hgmma_cycles_alone']:.0f} cycles (`wgmma_fp32_share` "
+               f"{ex['wgmma_fp32_share']:.3f}) and each FP32 instruction issued beside it holds the pipe "
+               f"{ex['wgmma_fp32_steal']:.2f} cycles (`wgmma_fp32_steal`); from that run alone, the {ex['n']} FP32 mix points "
+               f"are predicted at {_f(mae.get('exchange'))} % MAE ({_f(mae.get('none'))} % with no such cost, "
+               f"{_f(mae.get('share'))} % for the one-sided share chosen on five of them).")
+        return out + _settle_sentence(k7, ref)
     out = (f" Its softmax runs beside its HGMMAs: the measured FP32 cost of that (`wgmma_fp32_share` "
            f"{rec['wgmma_fp32_share']:g}, from the wgmma mix microbenchmark) predicted kernel 7's softmax mix there "
            f"before it was measured ({errs} % at 10-40 instructions per HGMMA), so the cost's size holds; "
@@ -59,6 +70,17 @@ def _settle_sentence(k7: dict, ref: dict | None = None) -> str:
         return ""
     fast = min(cyc)
     settled = [c for c in cyc if c <= 1.05 * fast]
+    if len(settled) == len(cyc):
+        return (f" Timed after its two warpgroups settle (32 loop passes, the last 16), all {len(cyc)} seeds reach "
+                f"the same phase (within {100 * (max(cyc) / fast - 1):.1f} %) and come out "
+                f"{100 * (statistics.fmean(cyc) / meas - 1):+.1f} % in cycles; FA2's, the denominator, "
+                f"{_f((ref or {}).get('cycles_error_pct'), '{:+.1f}')} %. Where the time goes differs: the model's "
+                f"warps reach WARPGROUP.DEPBAR early and wait there (Nsight Compute's barrier: "
+                f"{_f(k7.get('stall_model_barrier'), '{:.2f}')} warps per issued instruction, the report's "
+                f"{_f(k7.get('stall_measured_barrier'), '{:.2f}')}); the GPU's spend it on the way, in wait "
+                f"({_f(k7.get('stall_measured_wait'), '{:.2f}')}, the model's {_f(k7.get('stall_model_wait'), '{:.2f}')}) and "
+                f"dispatch_stall ({_f(k7.get('stall_measured_dispatch'), '{:.2f}')}, the model's "
+                f"{_f(k7.get('stall_model_dispatch'), '{:.2f}')}).")
     return (f" Timed after its two warpgroups settle (32 loop passes, the last 16: METHOD.md, \"Warp choice and "
             f"the phase of two warpgroups\"), {len(settled)} of {len(cyc)} seeds keep one's softmax under the "
             f"other's HGMMAs and come out {100 * (statistics.fmean(settled) / meas - 1):+.1f} % in cycles; "

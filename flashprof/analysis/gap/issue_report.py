@@ -464,7 +464,7 @@ def sensitivity(conflicts: dict, gpus=tuple(PUBLISHED_KEY), names=SENSITIVE, tar
 
 
 WGMMA_SENSITIVE = ("wgmma_group_latency", "wgmma_group8_latency", "wgmma_rs_group_latency",
-                   "wgmma_rs_group8_latency", "wgmma_flop_per_clk_sm")
+                   "wgmma_rs_group8_latency", "wgmma_flop_per_clk_sm", "wgmma_fp32_share", "wgmma_fp32_steal")
 
 
 def sensitivity_wgmma(slugs: dict[str, str], conflicts: dict) -> list[dict]:
@@ -604,7 +604,14 @@ def limitations(recs: list[dict]) -> list[str]:
         "group latency from make ceilings' wgmma probes, nothing fitted; a WARPGROUP.DEPBAR wait counts as "
         "Nsight Compute's 'barrier', where its PC sampling puts it); 7mma is its mma.sync form. The HGMMA's "
         "shared-memory operand reads share the 128 B/clk data path with the other shared-memory traffic "
-        "(an assumption: wgmma_smem_share in the sensitivity of the what-if). The A100 / RTX 3090 rows have no HGMMA.",
+        "(an assumption: wgmma_smem_share in the sensitivity of the what-if). FP32 work beside a running HGMMA "
+        "costs both sides, as the wgmma mix benchmark's split-role run measured it (H100, the same SM): the "
+        "HGMMA takes the FP32 datapaths for about 49 of its 64 cycles (wgmma_fp32_share) and each FP32 / IMAD "
+        "instruction issued while it runs holds the tensor pipe about one cycle longer (wgmma_fp32_steal); the "
+        "17 FP32 mix points, none used, are predicted at 8.8 % MAE (26 % with no such cost). The warp "
+        "instructions between an HGMMA group's issue and its wait run faster than on the GPU (its report has "
+        "their warps in wait and dispatch_stall where the model has them at WARPGROUP.DEPBAR, 'barrier'). "
+        "The A100 / RTX 3090 rows have no HGMMA.",
         "The issue cost around HMMA (an HMMA holds its sub-partition's dispatch hmma_issue_cycles; each other "
         "instruction issued beside a busy tensor pipe holds it tensor_issue_steal longer) is measured on the H200 "
         "(make ceilings' mix, reports/h200/mma_mix/interplay.json) and carried unchanged to the A100 and the "

@@ -39,7 +39,11 @@ their bytes / 128 wavefronts out of the shared-memory data path, spread evenly o
 other shared-memory instructions get the rest. While an HGMMA runs it also takes
 ``Machine.wgmma_fp32_share`` of every sub-partition's FP32 datapaths (FP32 and IMAD instructions
 then hold theirs fp32_interval / (1 - share) cycles; a warp held back so counts as
-"dispatch", Nsight Compute's dispatch_stall, where the wgmma mix benchmark puts that cost).
+"dispatch", Nsight Compute's dispatch_stall, where the wgmma mix benchmark puts that cost)
+for its own ``wgmma_cycles``; each FP32 or IMAD instruction a sub-partition issues while one
+runs holds the tensor pipe ``Machine.wgmma_fp32_steal`` cycles longer (every HGMMA on it or
+queued behind it, and the groups they close, end that much later; sub-partitions stealing in
+the same cycles overlap: the pipe is late by the most any one of them took).
 Shared memory serves one 128-byte wavefront per SM clock (LDSM.x4 / LDS.128 / STS.128 =
 4 wavefronts, times a bank-conflict factor given per kernel); completion = end of its
 wavefronts + ``smem_latency`` (LDSM on a GPU with a measured ``ldsm_latency``: a
@@ -273,7 +277,10 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     wg_chain: dict = {}                        # (cta, warpgroup) -> earliest start of its next HGMMA
     wg_pending: list[list[list]] = [[] for _ in warps]  # per warp: cells [finish time or None]
     smem_windows: list[tuple[float, float, float]] = []  # HGMMA operand reads: (start, end, share)
-    hgmma_windows: list[tuple[float, float, float]] = []  # HGMMAs on the tensor pipe: (start, end, 1)
+    hgmma_windows: list[list[float]] = []     # HGMMAs on the tensor pipe: [start, end, 1] (FP32 share)
+    live: list[list] = []                     # HGMMAs on or queued for the pipe: [start, end, cell, drain, window]
+    stolen = [0.0] * SUBPARTITIONS            # tensor-pipe cycles each sub-partition's FP32 issue took
+    shifted = [0.0]                           # of which the pipe has been delayed (the most of any one)
     turn = {"order": sorted({(w.cta, (w.wid % warps_per_cta) // SUBPARTITIONS) for w in warps}), "k": 0,
             "committed": 0} if pingpong else None
     cta_pass = [0.0] * ctas
@@ -339,9 +346,11 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                     _take(busy[sp], "tensor", t, m.hmma_interval)
                 elif p == "imad":
                     _take(busy[sp], "fp32a", t, m.fp32_interval / _fp32_left(m, hgmma_windows, t))
+                    _steal(m, sp, t, live, stolen, shifted, busy, wg_chain)
                 elif p == "fp32":
                     unit = "fp32a" if m.fp32_halves == 1 or busy[sp]["fp32a"] <= busy[sp]["fp32b"] else "fp32b"
                     _take(busy[sp], unit, t, m.fp32_interval / _fp32_left(m, hgmma_windows, t))
+                    _steal(m, sp, t, live, stolen, shifted, busy, wg_chain)
                 elif p == "alu":
                     unit = "fp32b" if m.int_shares_fp32 else "alu"
                     _take(busy[sp], unit, t, m.alu_interval)
@@ -350,7 +359,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                     done = t + m.mufu_latency
                 elif p == "wgmma":
                     _issue_hgmma(w, t, shapes[w.pc], warps_per_cta, m, busy, wg_arrived, wg_chain,
-                                 wg_pending[w.wid], smem_windows, hgmma_windows)
+                                 wg_pending[w.wid], smem_windows, hgmma_windows, live)
                     if turn is not None and shapes[w.pc][3]:
                         turn["committed"] += 1  # the fourth warp's commit ends the turn
                 elif p in ("smem", "lsu"):
@@ -444,7 +453,8 @@ def _advance(w: _Warp, n: int, finish: dict, t: int) -> None:
     finish.setdefault((w.wid, 0), 0)
 
 
-def _issue_hgmma(w, t, shape, warps_per_cta, m, busy, arrived, chain, pending, windows, running=None) -> None:
+def _issue_hgmma(w, t, shape, warps_per_cta, m, busy, arrived, chain, pending, windows, running=None,
+                 live=None) -> None:
     """One warp issues its part of a warpgroup MMA; the fourth warp to do so starts it."""
     n_, _k, rs, commit = shape
     wg = (w.wid % warps_per_cta) // SUBPARTITIONS
@@ -467,12 +477,49 @@ def _issue_hgmma(w, t, shape, warps_per_cta, m, busy, arrived, chain, pending, w
         windows.append((start, end, m.wgmma_smem_share * operand_bytes / 128 / own))
         if len(windows) > 64:
             del windows[:-64]
+    window = None
     if m.wgmma_fp32_share and running is not None:
-        running.append((start, end, 1.0))
+        window = [start, end, 1.0]
+        running.append(window)
         if len(running) > 64:
             del running[:-64]
     if commit:
         entry[0][0] = end + m.wgmma_drain(rs)
+    if m.wgmma_fp32_steal and live is not None:
+        live[:] = [x for x in live if x[1] > t]
+        live.append([start, end, entry[0] if commit else None, m.wgmma_drain(rs), window])
+
+
+def _steal(m, sp, t, live, stolen, shifted, busy, chain) -> None:
+    """An FP32 / IMAD instruction issued on sub-partition ``sp`` while an HGMMA runs: the
+    tensor pipe is ``Machine.wgmma_fp32_steal`` cycles later for that sub-partition; the pipe
+    (all four work on each HGMMA) is as late as the latest, so what the others took in the
+    same span overlaps. The running HGMMA and those queued behind it move, with their
+    FP32 windows and the completion of the groups they close."""
+    if not m.wgmma_fp32_steal or not any(a <= t < b for a, b, *_ in live):
+        return
+    stolen[sp] += m.wgmma_fp32_steal
+    s = max(stolen) - shifted[0]
+    if s <= 0:
+        return
+    shifted[0] += s
+    for x in live:
+        if x[1] <= t:
+            continue
+        x[1] += s
+        if x[0] > t:
+            x[0] += s
+            if x[4] is not None:
+                x[4][0] += s
+                x[4][1] += s
+        if x[2] is not None:
+            x[2][0] = x[1] + x[3]
+    for b in busy:
+        if b["tensor"] > t:
+            b["tensor"] += s
+    for k, v in chain.items():
+        if v > t:
+            chain[k] = v + s
 
 
 def _is_named(i: Inst) -> bool:

@@ -126,6 +126,34 @@ def _fa2_clock_ghz() -> float | None:
     return rec["sm_clock_hz"] / 1e9
 
 
+def _fa2_cycles() -> float | None:
+    """SM cycles of FA2's H200 report (reports/h200/ref.ncu-rep), the clock-free denominator."""
+    from flashprof.analysis.report.parse import load_frame
+
+    path = H200_DIR / "ref.ncu-rep"
+    if not path.is_file():
+        return None
+    frame = load_frame([path])
+    hit = frame.loc[frame["metric"] == "sm__cycles_elapsed.avg", "value"]
+    return float(hit.iloc[0]) if len(hit) else None
+
+
+def _cycles_sentence(built: list[dict], prof: dict) -> list[str]:
+    """Where a step was profiled, the model's cycle ratio against the profile's own: FA2's SM
+    cycles over the step's, both from Nsight Compute reports (no clock in it)."""
+    fa2 = _fa2_cycles()
+    cells = []
+    for r in built:
+        p = prof.get(r["step"])
+        if fa2 and p and p.get("sm_cycles") and r.get("pred_pct_of_fa2") is not None:
+            meas = 100 * fa2 / p["sm_cycles"]
+            cells.append(f"{r['step']} {r['pred_pct_of_fa2']:.1f} against {meas:.1f} % ({r['pred_pct_of_fa2'] - meas:+.1f} pp)")
+    if not cells:
+        return []
+    return ["", "Clock-free, the model against the profiles themselves (FA2's SM cycles in `reports/h200/ref.ncu-rep` "
+            "over the step's, S = 4096, fp16): " + "; ".join(cells) + "."]
+
+
 def _clock_sentence(built: list[dict], prof: dict, where: dict) -> list[str]:
     """The model counts SM cycles, the sweep times: where a step was profiled, its clock and
     FA2's under Nsight Compute turn the model's cycle ratio into a time ratio."""
@@ -158,7 +186,8 @@ def profiles(steps=STEPS) -> dict:
         rec = next(r for r in summarize_paths([path]) if r.get("dominant", True))
         frame = load_frame([path])
         res = {m: float(frame.loc[frame["metric"] == m, "value"].iloc[0])
-               for m in ("launch__registers_per_thread", "launch__shared_mem_per_block_dynamic", "launch__block_size")
+               for m in ("launch__registers_per_thread", "launch__shared_mem_per_block_dynamic", "launch__block_size",
+                         "sm__cycles_elapsed.avg")
                if (frame["metric"] == m).any()}
         stalls = {k: v for k, v in (rec.get("stalls") or {}).items()
                   if isinstance(v, (int, float)) and not math.isnan(v) and k not in ("selected", "not_selected")}
@@ -169,7 +198,7 @@ def profiles(steps=STEPS) -> dict:
                        "stalls": dict(sorted(stalls.items(), key=lambda kv: -kv[1])),
                        "registers": res.get("launch__registers_per_thread"),
                        "smem_kib": res.get("launch__shared_mem_per_block_dynamic", math.nan) / 1024,
-                       "threads": res.get("launch__block_size")}
+                       "threads": res.get("launch__block_size"), "sm_cycles": res.get("sm__cycles_elapsed.avg")}
     return out
 
 
@@ -316,10 +345,10 @@ def render(measured: dict, predicted: dict, prof: dict, bench: dict, built: list
                   "and no L2/DRAM on the H200: it reads a transaction-barrier wait as an ordinary "
                   "instruction and the producer's writes as shared-memory bandwidth only, and it takes "
                   "the ping-pong turns as exact and free. A large ± sd marks a loop whose seeds settle in "
-                  "different phases of its two warpgroups (most keep one's softmax under the other's "
-                  "HGMMAs, a few lock both softmaxes in phase: METHOD.md, \"Warp choice and the phase "
-                  "of two warpgroups\"); issue 32 keeps this open."]
-        lines += _clock_sentence(built, prof, where) + [""]
+                  "different phases of its two warpgroups (one's softmax under the other's HGMMAs, or both "
+                  "in phase: METHOD.md, \"Warp choice and the phase of two warpgroups\"); FP32 work beside "
+                  "a running HGMMA costs both sides (METHOD.md, \"Both sides, from the split run alone\")."]
+        lines += _clock_sentence(built, prof, where) + _cycles_sentence(built, prof) + [""]
     lines += ["## What the profiles show", "",
               "`ncu --set full`, one launch at S = 4096, fp16, `--clock-control none` (the clock is what the "
               "GPU ran at under the profiler). Stalls: warps per issued instruction, Nsight Compute's "
@@ -472,6 +501,7 @@ def figure_data(measured: dict, predicted: dict, prof: dict, bench: dict, built:
             profs.append({"step": s.name, "report": f"reports/h200/{p['report']}",
                           **{k: _r(p[k]) for k in ("duration_ms", "clock_ghz", "tflops", "tensor_pipe_pct",
                                                     "issue_active_pct", "registers", "threads", "smem_kib")},
+                          "sm_cycles": p.get("sm_cycles"),
                           "stalls": {k: _r(v) for k, v in p["stalls"].items()}})
     return {"schema": 1, "gpu": "NVIDIA H200 SXM", "what": "kernel 7's Hopper steps (docs/HOPPER_STEPS.md)",
             "shape": "d128, non-causal, 16 heads; batch 16 up to S = 4096, 8 at 8192, 4 at 16384",

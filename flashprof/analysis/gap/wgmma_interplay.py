@@ -88,6 +88,103 @@ def split_rates(path: Path | None = None) -> dict[int, dict]:
     return dict(sorted(out.items()))
 
 
+def exchange(path: Path | None = None) -> dict:
+    """Both sides of the cost, from the split-role run alone (no mix point, no kernel): per K,
+    the FFMA warps' cycles lost per HGMMA that ran beside them (their cycles beside the HGMMAs
+    less their cycles alone, over the HGMMAs the pipe finished meanwhile) and the tensor-pipe
+    cycles lost per FFMA warp instruction a sub-partition issued (the HGMMA rate's loss times
+    the FFMA warpgroup's cycles, over the FFMAs one of its warps issued). Both hold across
+    K = 16..128 (47-50 and 0.91-0.98 cycles): a running HGMMA.64x128x16 takes the FP32 datapaths
+    for about 49 of its 64 cycles, and each FP32 instruction issued while it runs costs it about
+    one cycle. ``wgmma_fp32_share`` is the first over the HGMMA's own cycles, ``wgmma_fp32_steal``
+    the second (scheduler.simulate)."""
+    recs = {}
+    for line in Path(path or _split_file()).read_text().splitlines():
+        r = json.loads(line)
+        if r.get("record") == "measurement":
+            recs[r["name"]] = r
+    med = statistics.median
+    hg_alone = med(recs["wgmma_split_ffma_k0"]["cycles_2n"])
+    groups = recs["wgmma_split_ffma_k0"].get("n") or SPLIT_GROUPS
+    per_hgmma = hg_alone / (groups * HGMMA_PER_GROUP)
+    per_k = {}
+    for k, v in split_rates(path).items():
+        alone = med(recs[f"wgmma_split_ffma_k{k}_alone"]["cycles"])
+        ran = v["ffma_cycles"] * v["hgmma_rate"] / per_hgmma      # HGMMAs finished beside the FFMAs
+        ffmas = groups * HGMMA_PER_GROUP * k                       # per warp of the FFMA warpgroup
+        per_k[k] = {"fp32_cycles_lost_per_hgmma": (v["ffma_cycles"] - alone) / ran,
+                    "pipe_cycles_lost_per_fp32": (1.0 - v["hgmma_rate"]) * v["ffma_cycles"] / ffmas}
+    block = statistics.fmean(x["fp32_cycles_lost_per_hgmma"] for x in per_k.values())
+    steal = statistics.fmean(x["pipe_cycles_lost_per_fp32"] for x in per_k.values())
+    return {"per_k": {str(k): v for k, v in per_k.items()}, "hgmma_cycles_alone": per_hgmma,
+            "fp32_cycles_lost_per_hgmma": block, "wgmma_fp32_share": block / per_hgmma,
+            "wgmma_fp32_steal": steal, "source": str(Path(path or _split_file()).relative_to(REPO))}
+
+
+def split_prediction(ex: dict, alone_per_fp32: float) -> dict:
+    """The exchange's steady state in the split-role run, HGMMAs running throughout: per FP32
+    instruction of one warp, the FFMA warps take their own time alone ``a`` plus the FP32 datapaths'
+    share of the HGMMAs that run meanwhile, and each costs the pipe ``steal``:
+    T = a + share * (T - steal)  =>  T = (a - share * steal) / (1 - share); the FFMAs keep a / T of
+    their rate, the HGMMAs 1 - steal / T of theirs."""
+    share, steal = ex["wgmma_fp32_share"], ex["wgmma_fp32_steal"]
+    t = (alone_per_fp32 - share * steal) / (1.0 - share)
+    return {"ffma_rate": alone_per_fp32 / t, "hgmma_rate": 1.0 - steal / t, "cycles_per_fp32": t}
+
+
+SPLIT_MORE = "wgsplit.raw.jsonl"                 # the `ceilings wgsplit` run (K = 8, 16, 32, 256)
+SPLIT_PREDICTIONS = RESULT.with_name("split_predictions.json")
+
+
+def judge_split_more(path: Path) -> dict:
+    """The committed split predictions against a `ceilings wgsplit` run: per K, predicted from
+    that run's FFMA-alone time, against its measured rates (split_rates on that file)."""
+    pred = json.loads(SPLIT_PREDICTIONS.read_text())
+    recs = {}
+    for line in Path(path).read_text().splitlines():
+        r = json.loads(line)
+        if r.get("record") == "measurement":
+            recs[r["name"]] = r
+    groups = recs["wgmma_split_ffma_k0"].get("n") or SPLIT_GROUPS
+    out = {}
+    for k, v in split_rates(path).items():
+        alone = statistics.median(recs[f"wgmma_split_ffma_k{k}_alone"]["cycles"]) / (groups * HGMMA_PER_GROUP * k)
+        p = split_prediction(pred["exchange"], alone)
+        out[str(k)] = {"alone_per_fp32": alone, "measured": {"ffma_rate": v["ffma_rate"], "hgmma_rate": v["hgmma_rate"]},
+                       "predicted": {"ffma_rate": p["ffma_rate"], "hgmma_rate": p["hgmma_rate"]},
+                       "derived_from": str(k) in pred["derived_from_k"]}
+    return {"predictions": str(SPLIT_PREDICTIONS.relative_to(REPO)), "predicted_at": pred["created"],
+            "run": str(Path(path).relative_to(REPO)), "per_k": out}
+
+
+SPLIT_GROUPS = 512     # groups per run in k_wgmma_split (bench_wgmma_split)
+HGMMA_PER_GROUP = 8    # kWgmmaPerGroup
+
+
+def fp32_point(point: str) -> bool:
+    """A mix point whose interleaved work runs on the FP32 datapaths (FFMA, FADD, IMAD, the
+    softmax mix): the points either side of the exchange acts on."""
+    return point.split("_")[2] in ("ffma", "ffma3", "fadd", "imad", "softmax")
+
+
+def judge_exchange(ex: dict, gpu_key: str = SHIPPED.model_key) -> dict:
+    """The exchange (derived from the split run) on every FP32 mix point, none of which it saw,
+    beside the model with no interplay and with the share chosen on five of them."""
+    base = machine(gpu_key, wgmma_interplay=None)
+    pts, (meas, _src) = points(), measured()
+    names = sorted(p for p in pts if p in meas and fp32_point(p))
+    chosen = load() or {}
+    models = {"exchange": dataclasses.replace(base, wgmma_fp32_share=ex["wgmma_fp32_share"],
+                                              wgmma_fp32_steal=ex["wgmma_fp32_steal"]),
+              "none": base}
+    if chosen.get("wgmma_fp32_share") is not None:
+        models["share"] = dataclasses.replace(base, wgmma_fp32_share=chosen["wgmma_fp32_share"])
+    errs = {k: {p: 100 * (rate(pts[p], m) / meas[p] - 1) for p in names} for k, m in models.items()}
+    mae = {k: statistics.fmean(abs(v) for v in e.values()) for k, e in errs.items()}
+    return {"points": errs, "mae_pct": mae, "n": len(names),
+            "adopted": mae["none"] - mae["exchange"] >= ADOPT_GAIN_PP}
+
+
 def second_run(point: str) -> bool:
     """A point of the kinds measured only after the share was adopted (predicted first)."""
     return point.split("_")[2] in SECOND_RUN
@@ -225,7 +322,39 @@ def main(argv=None) -> int:
         PREDICTIONS.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
         print(f"{PREDICTIONS.relative_to(REPO)}: {len(names)} points predicted")
         return 0
+    if "--predict-split" in argv:  # before `ceilings wgsplit` runs: the exchange's rates at any K
+        import datetime
+        import subprocess
+
+        ex = (load() or {}).get("exchange")
+        if not ex:
+            raise SystemExit("no exchange in the record: run --exchange first")
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+        rec = {"what": "the exchange's predicted split-role rates (split_prediction) for `ceilings wgsplit`, "
+                       "written before that run; a = the FFMA warps' cycles per FFMA alone, from the same run",
+               "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"), "commit": head,
+               "exchange": {k: ex[k] for k in ("wgmma_fp32_share", "wgmma_fp32_steal")},
+               "derived_from_k": sorted(ex["per_k"], key=int),
+               "at": {f"a={a}": split_prediction(ex, a) for a in (1.0, 1.03, 1.06, 1.1, 1.16, 1.3)}}
+        SPLIT_PREDICTIONS.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+        print(f"{SPLIT_PREDICTIONS.relative_to(REPO)} written")
+        return 0
+    if "--exchange" in argv:  # both sides of the cost, from the split run; kept beside the share's grid
+        rec = load()
+        if rec is None:
+            raise SystemExit(f"{RESULT.relative_to(REPO)}: missing; run without --exchange first")
+        ex = exchange()
+        ex.update(judge_exchange(ex))
+        rec["exchange"] = ex
+        RESULT.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+        print(f"{RESULT.relative_to(REPO)}: exchange share {ex['wgmma_fp32_share']:.3f}, steal {ex['wgmma_fp32_steal']:.3f} "
+              f"({'adopted' if ex['adopted'] else 'not adopted'}); MAE over {ex['n']} FP32 mix points: "
+              + ", ".join(f"{k} {v:.1f} %" for k, v in ex["mae_pct"].items()))
+        return 0
     rec = derive()
+    old = load()
+    if old and "exchange" in old:
+        rec["exchange"] = old["exchange"]
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
     c, w = rec["chosen"], rec["without"]

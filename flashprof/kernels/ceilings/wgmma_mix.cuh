@@ -370,6 +370,14 @@ inline Record bench_wgmma_split(const Device& dev) {
     return r;
 }
 
+// `ceilings wgsplit`: the split at densities the exchange was not derived from (K = 8, 32, 256),
+// with K = 16 again to tie the run to the first (analysis/gap/wgmma_interplay.py, issue 32).
+inline std::vector<Record> bench_wgmma_splits_more(const Device& dev) {
+    return {bench_wgmma_split<0, true>(dev),    bench_wgmma_split<8, true>(dev),   bench_wgmma_split<8, false>(dev),
+            bench_wgmma_split<16, true>(dev),   bench_wgmma_split<16, false>(dev), bench_wgmma_split<32, true>(dev),
+            bench_wgmma_split<32, false>(dev),  bench_wgmma_split<256, true>(dev), bench_wgmma_split<256, false>(dev)};
+}
+
 inline std::vector<Record> bench_wgmma_splits(const Device& dev) {
     return {bench_wgmma_split<0, true>(dev), bench_wgmma_split<16, true>(dev), bench_wgmma_split<16, false>(dev),
             bench_wgmma_split<64, true>(dev), bench_wgmma_split<64, false>(dev), bench_wgmma_split<128, true>(dev),
