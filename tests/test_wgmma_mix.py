@@ -24,6 +24,17 @@ OPCODE = {"ffma": "FFMA", "ffma3": "FFMA", "fmnmx": "FMNMX", "ex2": "MUFU.EX2", 
           "none": None, "softmax": None}
 
 
+def _raw(name: str) -> dict[str, dict]:
+    """Measurement records by name from a raw ceilings file beside the mix table (read here, not
+    through the code under test)."""
+    out = {}
+    for line in (RAW.parent / name).read_text().splitlines():
+        r = json.loads(line)
+        if r.get("record") == "measurement":
+            out[r["name"]] = r
+    return out
+
+
 @pytest.fixture(scope="module")
 def committed_loops():
     return wi.points()
@@ -163,11 +174,7 @@ def test_the_exchange_is_recomputed_from_the_split_run_by_hand():
     """Both sides of the cost from wgmma_split.raw.jsonl, by hand for every K: the FFMA warps'
     cycles lost per HGMMA that ran beside them, and the pipe cycles lost per FFMA one warp issued;
     each holds across K within 10 % (a constant of the hardware, not of the benchmark's density)."""
-    recs = {}
-    for line in (RAW.parent / "wgmma_split.raw.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        if r.get("record") == "measurement":
-            recs[r["name"]] = r
+    recs = _raw("wgmma_split.raw.jsonl")
     med = statistics.median
     n_groups = recs["wgmma_split_ffma_k0"]["n"]
     per_hgmma = med(recs["wgmma_split_ffma_k0"]["cycles_2n"]) / (n_groups * 8)
@@ -260,12 +267,8 @@ def test_a_lone_warpgroup_gets_the_whole_pipe_and_two_issued_together_interleave
     """Run 5 (wgmma_order.raw.jsonl): a group of 8 HGMMA takes what it takes alone when a second,
     idle warpgroup is resident (within 1.5 %); two warpgroups issuing together finish close to
     each other after both groups' pipe time (16 x 64 cycles), not one after 8 x 64."""
-    recs = {}
-    for line in (RAW.parent / "wgmma_order.raw.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        if r.get("record") == "measurement":
-            assert r["check"] == "ok"
-            recs[r["name"]] = r
+    recs = _raw("wgmma_order.raw.jsonl")
+    assert all(r["check"] == "ok" for r in recs.values())
     per_group = lambda r: statistics.median((b - a) / r["n"] for a, b in zip(r["cycles"], r["cycles_2n"]))
     alone = per_group(recs["wgmma_ss_g8"])
     for idle in ("exited", "sleeping"):
@@ -278,11 +281,7 @@ def test_who_pays_is_recomputed_from_the_split_run():
     """Run 6 (wgmma_split.raw.jsonl): split_rates from the raw cycles by hand for K = 128, and the
     finding the model does not yet follow: the more FFMAs issue beside the HGMMAs, the more of the
     cost the HGMMAs carry (at K = 128 they keep under a quarter of their rate, the FFMAs over 80 %)."""
-    recs = {}
-    for line in (RAW.parent / "wgmma_split.raw.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        if r.get("record") == "measurement":
-            recs[r["name"]] = r
+    recs = _raw("wgmma_split.raw.jsonl")
     med = statistics.median
     hg_alone = med(recs["wgmma_split_ffma_k0"]["cycles_2n"])
     assert hg_alone == pytest.approx(512 * 8 * 64, rel=0.01)  # the HGMMAs alone keep the pipe full
@@ -304,20 +303,12 @@ def test_the_split_at_new_densities_was_predicted_before_it_ran():
     side = json.loads((RAW.parent / "wgsplit.json").read_text())
     assert pred["created"] < side["created"] and set(pred["derived_from_k"]) == {"16", "64", "128"}
     share, steal = pred["exchange"]["wgmma_fp32_share"], pred["exchange"]["wgmma_fp32_steal"]
-    recs = {}
-    for line in (RAW.parent / "wgsplit.raw.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        if r.get("record") == "measurement":
-            assert r["check"] == "ok"
-            recs[r["name"]] = r
+    recs = _raw("wgsplit.raw.jsonl")
+    assert all(r["check"] == "ok" for r in recs.values())
     med = statistics.median
     n = recs["wgmma_split_ffma_k0"]["n"]
     hg_alone = med(recs["wgmma_split_ffma_k0"]["cycles_2n"])
-    first = {}
-    for line in (RAW.parent / "wgmma_split.raw.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        if r.get("record") == "measurement":
-            first[r["name"]] = r
+    first = _raw("wgmma_split.raw.jsonl")
     assert med(recs["wgmma_split_ffma_k16"]["cycles"]) == pytest.approx(med(first["wgmma_split_ffma_k16"]["cycles"]), rel=2e-3)
     for k in (8, 32):
         ffma, hg = med(recs[f"wgmma_split_ffma_k{k}"]["cycles"]), med(recs[f"wgmma_split_ffma_k{k}"]["cycles_2n"])

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -63,24 +64,31 @@ def _split_file() -> Path:
     return next((p for p in found if p.is_file()), found[0])
 
 
+def measurements(path: Path) -> dict[str, dict]:
+    """A ceilings raw file's measurement records by name."""
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        r = json.loads(line)
+        if r.get("record") == "measurement":
+            out[r["name"]] = r
+    return out
+
+
 def split_rates(path: Path | None = None) -> dict[int, dict]:
     """Who pays (``k_wgmma_split``: HGMMAs in one warpgroup, 8 x K FFMAs per group period in the
     other): per K, each side's rate while both run, as a fraction of its rate alone. The FFMA
     warpgroup's work over its own cycles (against its run with the HGMMAs idle); the HGMMA work
     done while the FFMAs ran, over those cycles (the rest of its work runs alone at its
     K = 0 rate after they finish)."""
-    recs = {}
-    for line in Path(path or _split_file()).read_text().splitlines():
-        r = json.loads(line)
-        if r.get("record") == "measurement":
-            recs[r["name"]] = r
+    recs = measurements(path or _split_file())
     med = statistics.median
     hg_alone = med(recs["wgmma_split_ffma_k0"]["cycles_2n"])
     out = {}
     for name, r in recs.items():
-        k = int(name.split("_k")[1].split("_")[0])
-        if k == 0 or name.endswith("_alone"):
+        hit = re.fullmatch(r"wgmma_split_ffma_k(\d+)", name)  # FFMAs beside SS HGMMAs (wgsplit2's kinds aside)
+        if not hit or int(hit.group(1)) == 0:
             continue
+        k = int(hit.group(1))
         ffma, hg = med(r["cycles"]), med(r["cycles_2n"])
         ffma_alone = med(recs[f"{name}_alone"]["cycles"])
         out[k] = {"ffma_rate": ffma_alone / ffma, "hgmma_rate": (hg_alone - (hg - ffma)) / ffma,
@@ -98,11 +106,7 @@ def exchange(path: Path | None = None) -> dict:
     for about 49 of its 64 cycles, and each FP32 instruction issued while it runs costs it about
     one cycle. ``wgmma_fp32_share`` is the first over the HGMMA's own cycles, ``wgmma_fp32_steal``
     the second (scheduler.simulate)."""
-    recs = {}
-    for line in Path(path or _split_file()).read_text().splitlines():
-        r = json.loads(line)
-        if r.get("record") == "measurement":
-            recs[r["name"]] = r
+    recs = measurements(path or _split_file())
     med = statistics.median
     hg_alone = med(recs["wgmma_split_ffma_k0"]["cycles_2n"])
     groups = recs["wgmma_split_ffma_k0"].get("n") or SPLIT_GROUPS
@@ -140,11 +144,7 @@ def judge_split_more(path: Path) -> dict:
     """The committed split predictions against a `ceilings wgsplit` run: per K, predicted from
     that run's FFMA-alone time, against its measured rates (split_rates on that file)."""
     pred = json.loads(SPLIT_PREDICTIONS.read_text())
-    recs = {}
-    for line in Path(path).read_text().splitlines():
-        r = json.loads(line)
-        if r.get("record") == "measurement":
-            recs[r["name"]] = r
+    recs = measurements(path)
     groups = recs["wgmma_split_ffma_k0"].get("n") or SPLIT_GROUPS
     out = {}
     for k, v in split_rates(path).items():

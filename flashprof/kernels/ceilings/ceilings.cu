@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
     const bool wgmix_only = argc > 1 && std::strcmp(argv[1], "wgmix") == 0;
     const bool sched_only = argc > 1 && std::strcmp(argv[1], "sched") == 0;
     const bool wgsplit_only = argc > 1 && std::strcmp(argv[1], "wgsplit") == 0;
+    const bool wgsplit2_only = argc > 1 && std::strcmp(argv[1], "wgsplit2") == 0;
     int dev_id = 0, count = 0;
     CHECK(cudaGetDeviceCount(&count));
     if (count == 0) {
@@ -86,6 +87,7 @@ int main(int argc, char** argv) {
     if (mix1_only) return emit_all(bench_mma_mixes_w1(dev)) ? 0 : 1;
     if (mio_only) return emit_all(bench_mio_bursts(dev)) ? 0 : 1;
     if (wgsplit_only) return emit_all(bench_wgmma_splits_more(dev)) ? 0 : 1;
+    if (wgsplit2_only) return emit_all(bench_wgmma_splits_kinds(dev)) ? 0 : 1;
     if (wgmix_only) {
         const std::vector<Record> pts = bench_wgmma_mixes(dev);
         if (pts.empty()) {

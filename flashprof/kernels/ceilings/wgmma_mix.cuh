@@ -306,7 +306,9 @@ namespace ceilings {
 // (cycles_2n: warpgroup 0's cycles, cycles: warpgroup 1's). If the FFMAs wait (a share of
 // the FP32 datapaths taken by the running HGMMA), warpgroup 1 slows and the HGMMA rate
 // holds; if the HGMMAs wait, the other way round.
-template <int K, bool HG>
+// RS: the HGMMAs take A from registers (kernel 7's P x V); KIND: warpgroup 1's instruction
+// (kWgmixFfma, kWgmixFmnmx on the ALU pipe, or kWgmixSoftmax, kernel 7's softmax mix in turn).
+template <int K, bool HG, bool RS = false, int KIND = kWgmixFfma>
 __global__ void __launch_bounds__(128 * kWgmmaWarpgroups) k_wgmma_split(float* out, long long* cycles, int groups) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(16) uint32_t wg_smem[];
@@ -322,7 +324,7 @@ __global__ void __launch_bounds__(128 * kWgmmaWarpgroups) k_wgmma_split(float* o
             flashprof::wgmma_fence();
             for (int g = 0; g < groups; ++g) {
 #pragma unroll
-                for (int h = 0; h < kWgmmaPerGroup; ++h) wgmma_one<false>(d, o.da, o.db, o.a);
+                for (int h = 0; h < kWgmmaPerGroup; ++h) wgmma_one<RS>(d, o.da, o.db, o.a);
                 flashprof::wgmma_commit();
                 flashprof::wgmma_wait<1>();
             }
@@ -331,8 +333,21 @@ __global__ void __launch_bounds__(128 * kWgmmaWarpgroups) k_wgmma_split(float* o
     } else {
         for (int g = 0; g < groups; ++g) {
 #pragma unroll
-            for (int k = 0; k < K * kWgmmaPerGroup; ++k)
-                asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(x[k % kWgmixChains]) : "f"(0.99951171875f), "f"(0.000244140625f));
+            for (int k = 0; k < K * kWgmmaPerGroup; ++k) {
+                const int c = k % kWgmixChains;
+                if constexpr (KIND == kWgmixFfma)
+                    asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(x[c]) : "f"(0.99951171875f), "f"(0.000244140625f));
+                if constexpr (KIND == kWgmixFmnmx)
+                    asm volatile("max.f32 %0, %1, %2;" : "=f"(x[c]) : "f"(-x[c]), "f"(-0.25f));
+                if constexpr (KIND == kWgmixSoftmax) {
+                    const int op = k % 5;
+                    if (op == 0) asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(x[c]) : "f"(0.99951171875f), "f"(-0.25f));
+                    if (op == 1) asm volatile("mul.rn.f32 %0, %0, %1;" : "+f"(x[c]) : "f"(0.99951171875f));
+                    if (op == 2) asm volatile("add.rn.f32 %0, %0, %1;" : "+f"(x[c]) : "f"(0.000244140625f));
+                    if (op == 3) asm volatile("max.f32 %0, %1, %2;" : "=f"(x[c]) : "f"(-x[c]), "f"(-0.25f));
+                    if (op == 4) asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(x[c]));
+                }
+            }
         }
     }
     const long long t1 = clock64();
@@ -346,18 +361,20 @@ __global__ void __launch_bounds__(128 * kWgmmaWarpgroups) k_wgmma_split(float* o
 #endif
 }
 
-template <int K, bool HG>
+template <int K, bool HG, bool RS = false, int KIND = kWgmixFfma>
 inline Record bench_wgmma_split(const Device& dev) {
-    Record r{std::string("wgmma_split_ffma_k") + std::to_string(K) + (HG ? "" : "_alone"), "split", "cycles", "cycles", 0};
+    const char* kind = KIND == kWgmixFmnmx ? "fmnmx" : KIND == kWgmixSoftmax ? "softmax" : "ffma";
+    Record r{std::string("wgmma_split_") + kind + "_k" + std::to_string(K) + (RS ? "_rs" : "") + (HG ? "" : "_alone"),
+             "split", "cycles", "cycles", 0};
     const int groups = 512;
     float* d_out;
     long long* d_c;
     CHECK(cudaMalloc(&d_out, sizeof(float) * 256));
     CHECK(cudaMalloc(&d_c, sizeof(long long) * 2));
-    CHECK(cudaFuncSetAttribute(k_wgmma_split<K, HG>, cudaFuncAttributeMaxDynamicSharedMemorySize, dev.one_block_smem));
+    CHECK(cudaFuncSetAttribute(k_wgmma_split<K, HG, RS, KIND>, cudaFuncAttributeMaxDynamicSharedMemorySize, dev.one_block_smem));
     r.n = groups;
     for (int rep = 0; rep <= kRepeats; ++rep) {  // rep 0: warm-up
-        k_wgmma_split<K, HG><<<1, 256, dev.one_block_smem>>>(d_out, d_c, groups);
+        k_wgmma_split<K, HG, RS, KIND><<<1, 256, dev.one_block_smem>>>(d_out, d_c, groups);
         CHECK(cudaGetLastError());
         CHECK(cudaDeviceSynchronize());
         const auto c = to_host(d_c, 2);
@@ -368,6 +385,21 @@ inline Record bench_wgmma_split(const Device& dev) {
     }
     CHECK(cudaFree(d_out)); CHECK(cudaFree(d_c));
     return r;
+}
+
+// `ceilings wgsplit2`: the split with A from registers (as kernel 7's P x V) and with FMNMX and
+// kernel 7's softmax mix in the second warpgroup (K = 16, 64; the _alone runs time warpgroup 1
+// with warpgroup 0 idle, whatever RS says).
+inline std::vector<Record> bench_wgmma_splits_kinds(const Device& dev) {
+    return {bench_wgmma_split<0, true>(dev),        bench_wgmma_split<16, true>(dev),
+            bench_wgmma_split<16, false>(dev),       bench_wgmma_split<64, false>(dev),
+            bench_wgmma_split<0, true, true>(dev),
+            bench_wgmma_split<16, true, true>(dev),  bench_wgmma_split<64, true, true>(dev),
+            bench_wgmma_split<16, true, false, kWgmixFmnmx>(dev), bench_wgmma_split<16, false, false, kWgmixFmnmx>(dev),
+            bench_wgmma_split<64, true, false, kWgmixFmnmx>(dev), bench_wgmma_split<64, false, false, kWgmixFmnmx>(dev),
+            bench_wgmma_split<16, true, false, kWgmixSoftmax>(dev), bench_wgmma_split<16, false, false, kWgmixSoftmax>(dev),
+            bench_wgmma_split<64, true, false, kWgmixSoftmax>(dev), bench_wgmma_split<64, false, false, kWgmixSoftmax>(dev),
+            bench_wgmma_split<16, true, true, kWgmixSoftmax>(dev), bench_wgmma_split<64, true, true, kWgmixSoftmax>(dev)};
 }
 
 // `ceilings wgsplit`: the split at densities the exchange was not derived from (K = 8, 32, 256),
