@@ -157,6 +157,33 @@ def judge_split_more(path: Path) -> dict:
             "run": str(Path(path).relative_to(REPO)), "per_k": out}
 
 
+def split_kinds(path: Path) -> dict[str, dict]:
+    """A `ceilings wgsplit2` run (RS HGMMAs; FMNMX and kernel 7's softmax mix beside them): per
+    record, the second warpgroup's cycles per instruction alone and while the HGMMAs ran (where it
+    outlasts them, the instructions left after they finished are charged at its rate alone), and
+    the share of their rate alone the HGMMAs kept while both ran."""
+    recs = measurements(path)
+    med = statistics.median
+    out = {}
+    for name, r in recs.items():
+        hit = re.fullmatch(r"wgmma_split_(\w+?)_k(\d+)(_rs)?", name)
+        if not hit or hit.group(2) == "0":
+            continue
+        kind, k, rs = hit.group(1), int(hit.group(2)), bool(hit.group(3))
+        groups = r.get("n") or SPLIT_GROUPS
+        n = groups * HGMMA_PER_GROUP * k
+        a = med(recs[f"wgmma_split_{kind}_k{k}_alone"]["cycles"]) / n
+        base = med(recs["wgmma_split_ffma_k0" + ("_rs" if rs else "")]["cycles_2n"])
+        other, hg = med(r["cycles"]), med(r["cycles_2n"])
+        if other <= hg:   # the HGMMAs outlast it: all its instructions ran beside them
+            beside, kept = other / n, (base - (hg - other)) / other
+        else:             # it outlasts the HGMMAs
+            beside, kept = hg / (n - (other - hg) / a), base / hg
+        out[name] = {"kind": kind, "k": k, "rs": rs, "alone_cycles_per_inst": a,
+                     "beside_cycles_per_inst": beside, "hgmma_rate_kept": kept}
+    return out
+
+
 SPLIT_GROUPS = 512     # groups per run in k_wgmma_split (bench_wgmma_split)
 HGMMA_PER_GROUP = 8    # kWgmmaPerGroup
 
