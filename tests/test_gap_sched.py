@@ -89,7 +89,7 @@ def test_two_warpgroup_loops_are_timed_after_they_settle():
     for other in (f for f in LOOP_DIR.glob("*_sm_90.sass") if "_ws" not in f.name):
         assert issue_report.passes(kernel_loop("x", "sm_90", other.name[:-len("_sm_90.sass")]), 2) == (8, 1)
     m = machine(H200)
-    opts = dict(issue_report._with_tma_writes(code, ()))
+    opts = dict(issue_report.with_tma_writes(code, ()))
     for seed in (1, 3):
         a = simulate(list(code.body), m, 1, code.warps, iterations=32, seed=seed, warmup=16, **opts)
         b = simulate(list(code.body), m, 1, code.warps, iterations=48, seed=seed, warmup=24, **opts)

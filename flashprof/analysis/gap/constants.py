@@ -121,6 +121,18 @@ class Machine:
     # while it runs (the other side of the same exchange: ceilings wgmix's split-role run,
     # analysis/gap/wgmma_interplay.py); 0: none.
     wgmma_fp32_steal: float = 0.0
+    # How much longer an integer / compare instruction (the ALU pipe: FMNMX, ISETP, LOP3 ...)
+    # holds its pipe while an HGMMA runs, the HGMMA losing nothing (ceilings wgsplit2's
+    # split-role run: FMNMX beside SS HGMMAs, analysis/gap/wgmma_interplay.alu_factor); 1: none.
+    wgmma_alu_factor: float = 1.0
+    # XU-pipe cycles each other instruction issued on a sub-partition costs while its XU pipe
+    # (MUFU) is busy: from ceilings wgsplit3 (MUFU.EX2 one in five among FFMAs takes 10.8 cycles
+    # an EX2, alone 8.0), judged in wgmma_interplay.mufu_candidate; 0: none.
+    xu_issue_steal: float = 0.0
+    # How much longer a MUFU holds the XU pipe while an HGMMA runs (wgsplit3: EX2 beside SS HGMMAs
+    # 10.75 cycles, alone 8.07; the HGMMAs keep their rate), judged in
+    # wgmma_interplay.mufu_candidate; 1: none.
+    wgmma_xu_factor: float = 1.0
     sources: dict = field(default_factory=dict, compare=False)
     # Constants read from an entry whose source names no citation and no measurement.
     fitted: tuple = field(default=(), compare=False)
@@ -263,11 +275,34 @@ def _interplay(path: Path, sources: dict, assumed_for: str | None = None) -> dic
 
 
 def _wgmma_interplay(path: Path, sources: dict) -> dict:
-    """wgmma_fp32_share where the wgmma mix derivation adopted it."""
+    """wgmma_fp32_share (and wgmma_fp32_steal, wgmma_alu_factor, xu_issue_steal, wgmma_xu_factor) where the
+    wgmma mix and split-role derivations adopted them."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
+    out = {}
+    alu = data.get("alu") or {}
+    f = alu.get("wgmma_alu_factor")
+    if alu.get("adopted") and isinstance(f, (int, float)) and f >= 1:
+        m = (alu.get("mae_pct") or {}).get("with") or {}
+        sources["wgmma_alu_factor"] = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (ceilings wgsplit2 "
+                                       f"split-role run, {alu.get('source', 'wgsplit2.raw.jsonl')}: FMNMX beside HGMMAs over "
+                                       f"alone; FMNMX mix points held out, error {m.get('fmnmx', float('nan')):.1f} %) = {f:.4g}")
+        out["wgmma_alu_factor"] = float(f)
+    mufu = data.get("mufu") or {}
+    if mufu.get("adopted") and isinstance(mufu.get("xu_issue_steal"), (int, float)) \
+            and isinstance(mufu.get("wgmma_xu_factor"), (int, float)):
+        w = (mufu.get("mae_pct") or {}).get("with") or {}
+        where = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (ceilings wgsplit3 split-role run, "
+                 f"{mufu.get('source', 'wgsplit3.raw.jsonl')}")
+        sources["xu_issue_steal"] = (f"{where}: EX2 one in five among FFMAs, alone; held out: the other mixes alone "
+                                     f"{w.get('alone_mae_pct', float('nan')):.1f} %, the EX2 / softmax mix points "
+                                     f"{w.get('mix_mae_pct', float('nan')):.1f} %) = {mufu['xu_issue_steal']:g}")
+        sources["wgmma_xu_factor"] = (f"{where}: EX2 beside SS HGMMAs over alone; held out: the mixes beside HGMMAs "
+                                      f"{w.get('beside_mae_pct', float('nan')):.1f} %) = {mufu['wgmma_xu_factor']:.4g}")
+        out["xu_issue_steal"] = float(mufu["xu_issue_steal"])
+        out["wgmma_xu_factor"] = float(mufu["wgmma_xu_factor"])
     ex = data.get("exchange") or {}
     share, steal = ex.get("wgmma_fp32_share"), ex.get("wgmma_fp32_steal")
     if ex.get("adopted") and isinstance(share, (int, float)) and 0 <= share < 1 and isinstance(steal, (int, float)):
@@ -276,14 +311,14 @@ def _wgmma_interplay(path: Path, sources: dict) -> dict:
         mae = (ex.get("mae_pct") or {}).get("exchange", float("nan"))
         sources["wgmma_fp32_share"] = f"{where}: FP32 cycles lost per HGMMA over its own; {ex.get('n')} mix points held out, error {mae:.1f} %) = {share:.4g}"
         sources["wgmma_fp32_steal"] = f"{where}: pipe cycles lost per FP32 instruction) = {steal:.4g}"
-        return {"wgmma_fp32_share": float(share), "wgmma_fp32_steal": float(steal)}
+        return {**out, "wgmma_fp32_share": float(share), "wgmma_fp32_steal": float(steal)}
     v = data.get("wgmma_fp32_share")
     if not data.get("adopted") or not isinstance(v, (int, float)) or not 0 <= v < 1:
-        return {}
+        return out
     held = (data.get("chosen") or {}).get("held_out_mae_pct", float("nan"))
     sources["wgmma_fp32_share"] = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (ceilings wgmix, "
                                    f"held-out error {held:.1f} %) = {v:g}")
-    return {"wgmma_fp32_share": float(v)}
+    return {**out, "wgmma_fp32_share": float(v)}
 
 
 def occupancy(m: Machine, regs_per_thread: int, smem_bytes: int, warps_per_cta: int) -> dict:

@@ -54,6 +54,22 @@ def _wgmma_mix_sentence(k7: dict, ref: dict | None = None) -> str:
                f"{ex['wgmma_fp32_steal']:.2f} cycles (`wgmma_fp32_steal`); from that run alone, the {ex['n']} FP32 mix points "
                f"are predicted at {_f(mae.get('exchange'))} % MAE ({_f(mae.get('none'))} % with no such cost, "
                f"{_f(mae.get('share'))} % for the one-sided share chosen on five of them).")
+        alu = rec.get("alu") or {}
+        if alu.get("adopted"):
+            am = alu.get("mae_pct") or {}
+            out += (f" An ALU-pipe instruction (FMNMX, F2FP, ...) beside a running HGMMA takes "
+                    f"{alu['wgmma_alu_factor']:.2f} times its time and the HGMMA nothing (`wgmma_alu_factor`, the split "
+                    f"run's FMNMX; the FMNMX mix points, not used, {_f((am.get('with') or {}).get('fmnmx'))} % MAE against "
+                    f"{_f((am.get('without') or {}).get('fmnmx'))} % without).")
+        mu = rec.get("mufu") or {}
+        if mu.get("adopted"):
+            w, wo = (mu.get("mae_pct") or {}).get("with") or {}, (mu.get("mae_pct") or {}).get("without") or {}
+            out += (f" Its MUFU.EX2s pay twice (the split-role run wgsplit3): each other instruction issued while "
+                    f"the XU pipe works holds it {mu['xu_issue_steal']:.2f} cycles longer (`xu_issue_steal`) and beside a "
+                    f"running HGMMA an EX2 takes {mu['wgmma_xu_factor']:.2f} times its time (`wgmma_xu_factor`); held out, "
+                    f"the EX2 and softmax mixes alone {_f(w.get('alone_mae_pct'))} % MAE ({_f(wo.get('alone_mae_pct'))} % "
+                    f"without), beside HGMMAs {_f(w.get('beside_mae_pct'))} % ({_f(wo.get('beside_mae_pct'))} %), the mix "
+                    f"points {_f(w.get('mix_mae_pct'))} % ({_f(wo.get('mix_mae_pct'))} %).")
         return out + _settle_sentence(k7, ref)
     out = (f" Its softmax runs beside its HGMMAs: the measured FP32 cost of that (`wgmma_fp32_share` "
            f"{rec['wgmma_fp32_share']:g}, from the wgmma mix microbenchmark) predicted kernel 7's softmax mix there "

@@ -61,7 +61,7 @@ STALL_GROUPS = {
     "not_selected": (("not selected",), ("not_selected",)),
     # an HMMA's dispatch cycles, the register-file read cap, and an FP32 instruction held back
     # by a running HGMMA (the wgmma mix benchmark: Nsight samples those as dispatch_stall)
-    "dispatch": (("dispatch", "register file"), ("dispatch_stall",)),
+    "dispatch": (("dispatch", "register file", "alu dispatch", "xu dispatch"), ("dispatch_stall",)),
 }
 STALL_METRIC = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
 
@@ -88,7 +88,7 @@ _MEMO: dict = {}
 _SIMS: dict = {}
 
 
-def _with_tma_writes(code: LoopCode, opts: tuple) -> tuple:
+def with_tma_writes(code: LoopCode, opts: tuple) -> tuple:
     """A loop fed by TMA (transaction-barrier waits, SYNCS, and no load of its own: the
     warp-specialised kernel 7) still has its K and V tiles written into shared memory every
     pass, by the producer's TMA: 2 x B_c x 128 x 2 bytes, 128 bytes a wavefront, taken from
@@ -128,7 +128,7 @@ def _kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0, seeds=None,
     if occ["ctas"] < 1:
         raise SassError(f"{code.target} on {m.gpu_key}: does not fit on an SM ({occ})")
     seeds = tuple(seeds or SEEDS)
-    opts = _with_tma_writes(code, opts)
+    opts = with_tma_writes(code, opts)
     key = (code, m, conflict, seeds, opts)
     if key not in _SIMS:  # the loop does not depend on the sequence length: simulate it once
         n_pass, warm = passes(code, occ["ctas"])
@@ -464,7 +464,8 @@ def sensitivity(conflicts: dict, gpus=tuple(PUBLISHED_KEY), names=SENSITIVE, tar
 
 
 WGMMA_SENSITIVE = ("wgmma_group_latency", "wgmma_group8_latency", "wgmma_rs_group_latency",
-                   "wgmma_rs_group8_latency", "wgmma_flop_per_clk_sm", "wgmma_fp32_share", "wgmma_fp32_steal")
+                   "wgmma_rs_group8_latency", "wgmma_flop_per_clk_sm", "wgmma_fp32_share", "wgmma_fp32_steal",
+                   "wgmma_alu_factor", "xu_issue_steal", "wgmma_xu_factor")
 
 
 def sensitivity_wgmma(slugs: dict[str, str], conflicts: dict) -> list[dict]:
@@ -608,10 +609,20 @@ def limitations(recs: list[dict]) -> list[str]:
         "costs both sides, as the wgmma mix benchmark's split-role run measured it (H100, the same SM): the "
         "HGMMA takes the FP32 datapaths for about 49 of its 64 cycles (wgmma_fp32_share) and each FP32 / IMAD "
         "instruction issued while it runs holds the tensor pipe about one cycle longer (wgmma_fp32_steal); the "
-        "17 FP32 mix points, none used, are predicted at 8.8 % MAE (26 % with no such cost). The warp "
-        "instructions between an HGMMA group's issue and its wait run faster than on the GPU (its report has "
-        "their warps in wait and dispatch_stall where the model has them at WARPGROUP.DEPBAR, 'barrier'). "
-        "The A100 / RTX 3090 rows have no HGMMA.",
+        "17 FP32 mix points, none used, are predicted at 8.8 % MAE (26 % with no such cost). An ALU-pipe "
+        "instruction (FMNMX, F2FP, ...) issued beside a running HGMMA takes wgmma_alu_factor (1.99) times its "
+        "time and the HGMMA nothing (the split-role run's FMNMX; the FMNMX mix points, not used, 7 % MAE "
+        "against 30 % without). On the H200 the XU pipe (MUFU) is held 0.65 cycles longer by each other "
+        "instruction issued while it is busy (xu_issue_steal) and 1.33 times as long beside a running HGMMA "
+        "(wgmma_xu_factor), both from the split-role run wgsplit3 (EX2 one in five among FFMAs alone; EX2 "
+        "beside HGMMAs): held out, the other EX2 mixes and kernel 7's softmax mix alone 2.3 % MAE (7.9 % "
+        "without), the mixes beside HGMMAs 12.9 % (21.8 %), the EX2 and softmax mix points 2.8 % (6.1 %); "
+        "not measured on the A100 or RTX 3090 (0 there). Still not modelled: beside HGMMAs the softmax mix "
+        "leaves them their whole rate where the FP32 steal takes about a quarter (wgmma_interplay.json, "
+        "split_sim). The warp instructions "
+        "between an HGMMA group's issue and its wait run faster than on the GPU (its report has their warps "
+        "in wait and dispatch_stall where the model has them at WARPGROUP.DEPBAR, 'barrier'; "
+        "reports/gap/pc_stalls_h200.json, by_region). The A100 / RTX 3090 rows have no HGMMA.",
         "The issue cost around HMMA (an HMMA holds its sub-partition's dispatch hmma_issue_cycles; each other "
         "instruction issued beside a busy tensor pipe holds it tensor_issue_steal longer) is measured on the H200 "
         "(make ceilings' mix, reports/h200/mma_mix/interplay.json) and carried unchanged to the A100 and the "

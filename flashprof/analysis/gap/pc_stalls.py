@@ -13,7 +13,8 @@ the model waits S - 1 throughout.
 
 ``python -m flashprof.analysis.gap.pc_stalls [--write]`` prints (writes
 reports/gap/pc_stalls_<gpu>.json) that table and the reasons by opcode for the shipped GPU's reports
-of kernels 1-6, 7mma and FA2.
+of kernels 1-7, 7mma and FA2; for a wgmma loop also by stretch between its warpgroup fences
+and waits (``by_region``).
 """
 from __future__ import annotations
 
@@ -37,10 +38,17 @@ SEEDS = (1, 2)
 
 
 def model_per_pc(code: LoopCode, m: Machine, ctas: int, conflict: float, seeds=SEEDS) -> dict[int, Counter]:
-    """Body index -> Counter(group -> warp-cycles), summed over ``seeds`` 8-pass runs."""
+    """Body index -> Counter(group -> warp-cycles), summed over ``seeds`` runs of as many passes
+    as the issue model runs the loop (issue_report.passes; a TMA-fed loop with its producer's
+    shared-memory writes, issue_report.with_tma_writes)."""
+    from flashprof.analysis.gap.issue_report import with_tma_writes, passes
+
+    n_pass, warm = passes(code, ctas)
+    opts = dict(with_tma_writes(code, ()))
     pcs: Counter = Counter()
     for s in seeds:
-        simulate(list(code.body), m, ctas, code.warps, 8, conflict, s, pc_states=pcs)
+        simulate(list(code.body), m, ctas, code.warps, n_pass, conflict, s, pc_states=pcs,
+                 background_wavefronts=opts.get("background_wavefronts", 0.0), warmup=max(1, warm))
     out: dict[int, Counter] = {k: Counter() for k in range(len(code.body))}
     for (k, state), v in pcs.items():
         out[k][MODEL.get(state, state)] += v
@@ -93,6 +101,27 @@ def by_opcode(code: LoopCode, meas: dict[int, Counter], model: dict[int, Counter
     return out
 
 
+def by_region(code: LoopCode, meas: dict[int, Counter], model: dict[int, Counter]) -> list[dict]:
+    """The loop cut at its warpgroup-MMA fences and waits (WARPGROUP.ARRIVE / DEPBAR: a wgmma
+    loop's GEMM issue, its waits and the softmax between): per stretch, warp-cycles per pass of
+    one warp in each group, measured and model, and the cycles one pass of the stretch takes
+    (issued plus every stall). A loop without them is one stretch."""
+    cuts = [k for k, i in enumerate(code.body) if i.base == "WARPGROUP"] or [0]
+    if cuts[0] != 0:
+        cuts = [0] + cuts
+    out = []
+    for a, b in zip(cuts, cuts[1:] + [len(code.body)]):
+        ks = range(a, b)
+        groups = sorted({g for k in ks for g in set(meas[k]) | set(model[k])})
+        row = {"first": f"{a}: {code.body[a].op}", "instructions": b - a,
+               "measured": {g: sum(meas[k][g] for k in ks) for g in groups},
+               "model": {g: sum(model[k][g] for k in ks) for g in groups}}
+        row["measured_cycles"] = sum(row["measured"].values())
+        row["model_cycles"] = sum(row["model"].values())
+        out.append(row)
+    return out
+
+
 def analyse(code: LoopCode, report: Path, m: Machine, ctas: int, conflict: float) -> dict:
     from flashprof.analysis.report.parse import load_source_frame
 
@@ -102,7 +131,8 @@ def analyse(code: LoopCode, report: Path, m: Machine, ctas: int, conflict: float
               for g in sorted(set(MEASURED.values()) - {"issued"})}
     return {"report": str(report.relative_to(REPO)), "sass": code.source, "instructions": len(code.body),
             "ctas_per_sm": ctas, "warps_per_issue": totals,
-            "wait_after_stall": wait_after_stall(code, meas, model), "by_opcode": by_opcode(code, meas, model)}
+            "wait_after_stall": wait_after_stall(code, meas, model), "by_opcode": by_opcode(code, meas, model),
+            "by_region": by_region(code, meas, model)}
 
 
 def shipped_targets() -> dict[str, tuple[LoopCode, Path]]:
@@ -111,7 +141,7 @@ def shipped_targets() -> dict[str, tuple[LoopCode, Path]]:
 
     folder = REPO / SHIPPED.reports
     out = {}
-    for t in ("1", "2", "3", "4", "5", "6", "7mma"):
+    for t in ("1", "2", "3", "4", "5", "6", "7", "7mma"):
         rep = folder / f"kernel{t}.ncu-rep"
         if rep.is_file():
             slug = json.loads(rep.with_suffix(".json").read_text())["config_slug"]
@@ -145,6 +175,10 @@ def main(argv=None) -> int:
         r = analyse(code, rep, m, ctas, conflict_of(rep))
         result["targets"][t] = r
         print(f"{t}: wait per issue measured {r['warps_per_issue']['wait'][0]:.2f}, model {r['warps_per_issue']['wait'][1]:.2f}")
+        if len(r["by_region"]) > 1:
+            for row in r["by_region"]:
+                print(f"   from {row['first'][:40]:40s} cycles a pass: measured {row['measured_cycles']:6.0f}, "
+                      f"model {row['model_cycles']:6.0f}")
         for row in r["wait_after_stall"]:
             print(f"   after stall {row['prev_stall']:2d} ({row['instructions']:4d} instructions): "
                   f"measured {row['measured_wait']:5.2f}, model {row['model_wait']:5.2f}")

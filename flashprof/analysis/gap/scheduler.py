@@ -42,8 +42,14 @@ then hold theirs fp32_interval / (1 - share) cycles; a warp held back so counts 
 "dispatch", Nsight Compute's dispatch_stall, where the wgmma mix benchmark puts that cost)
 for its own ``wgmma_cycles``; each FP32 or IMAD instruction a sub-partition issues while one
 runs holds the tensor pipe ``Machine.wgmma_fp32_steal`` cycles longer (every HGMMA on it or
-queued behind it, and the groups they close, end that much later; sub-partitions stealing in
-the same cycles overlap: the pipe is late by the most any one of them took).
+queued behind it, and the groups they close, end that much later; the four sub-partitions'
+thefts overlap: each keeps a running total and the pipe is as late as the largest). An
+integer / compare instruction (the ALU pipe) issued while one runs holds its pipe
+``Machine.wgmma_alu_factor`` times as long, the HGMMA losing nothing; a warp held only by that
+extra counts as "dispatch". Each other instruction (not MUFU, not one the model issues free) a
+sub-partition issues while its XU pipe is busy holds that pipe ``Machine.xu_issue_steal`` cycles
+longer (0: none); a MUFU issued while an HGMMA runs holds it ``Machine.wgmma_xu_factor`` times
+as long (1: none). A warp held only by either extra counts as "dispatch".
 Shared memory serves one 128-byte wavefront per SM clock (LDSM.x4 / LDS.128 / STS.128 =
 4 wavefronts, times a bank-conflict factor given per kernel); completion = end of its
 wavefronts + ``smem_latency`` (LDSM on a GPU with a measured ``ldsm_latency``: a
@@ -214,16 +220,18 @@ class _Warp:
     ready: float = 0.0
     at_bar: bool = False
     bar_key: tuple = ()
+    role: int = 0
+    stop: int = 0
 
 
 POLICIES = ("greedy", "round_robin")
 
 
-def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterations: int = 8,
+def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterations: int | list = 8,
              conflict: float = 1.0, seed: int = 0, pingpong: bool = False,
              background_wavefronts: float = 0.0, warmup: int = 1, policy: str = "greedy",
              subpartitions: int = SUBPARTITIONS, trace: dict | None = None, trace_pc: int = -1,
-             pc_states: Counter | None = None) -> dict:
+             pc_states: Counter | None = None, roles: list | None = None) -> dict:
     """Steady-state cycles per loop iteration of ``ctas`` CTAs on one SM. ``seed`` > 0
     starts each CTA after a pseudo-random delay of 0-255 cycles (CTAs never start in
     lockstep on hardware) and adds 0-``JITTER`` cycles to every variable-latency
@@ -243,27 +251,41 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     ``ceilings sched`` microbenchmark). ``trace``: if a dict, per warp id the cycles in which
     it issued the body's instruction ``trace_pc`` (default: the last, the pass's end).
     ``pc_states``: if a Counter, (body index, warp state) -> warp-cycles after the first pass,
-    the model's counterpart of Nsight Compute's per-PC stall samples (analysis/gap/pc_stalls.py)."""
-    if not body or ctas < 1:
+    the model's counterpart of Nsight Compute's per-PC stall samples (analysis/gap/pc_stalls.py).
+    ``roles``: a loop body per warpgroup of the CTA (warpgroup g runs ``roles[g % len(roles)]``,
+    ``body`` is then unused): a warp-specialised block such as the split-role wgmma benchmark;
+    each warp runs ``iterations`` passes of its own body (a list: per role) and ``finish_by_warp``
+    gives the cycle each one ended (the steady-state window is the first role's)."""
+    if roles is not None:
+        body = roles[0]
+    if not body or ctas < 1 or (roles is not None and not all(roles)):
         raise ValueError("empty loop body or no resident CTA")
     if policy not in POLICIES:
         raise ValueError(f"unknown warp choice {policy!r}: one of {POLICIES}")
+    # per role: (body, pipes, wavefronts, register reads, HGMMA shapes, length)
+    tabs = []
+    for b in (roles if roles is not None else [body]):
+        pp = [pipe(i) for i in b]
+        # register-file read bandwidth (Machine.rf_reads_per_clk; None: unlimited): an instruction
+        # issues only once its sub-partition's earlier reads are through ("register file")
+        tabs.append((b, pp, [wavefronts(i) for i in b], rf_reads(b) if m.rf_reads_per_clk else [0.0] * len(b),
+                     {k: hgmma_shape(i) for k, i in enumerate(b) if pp[k] == "wgmma"}, len(b)))
     n = len(body)
-    pipes = [pipe(i) for i in body]
-    waves = [wavefronts(i) for i in body]
-    # register-file read bandwidth (Machine.rf_reads_per_clk; None: unlimited): an instruction
-    # issues only once its sub-partition's earlier reads are through ("register file")
-    reads = rf_reads(body) if m.rf_reads_per_clk else [0.0] * n
     rf_free = [0.0] * SUBPARTITIONS
-    shapes = {k: hgmma_shape(i) for k, i in enumerate(body) if pipes[k] == "wgmma"}
+    shapes = {k: v for tab in tabs for k, v in tab[4].items()}
     if shapes and (m.wgmma_flop_per_clk_sm is None or warps_per_cta % SUBPARTITIONS):
         raise ValueError(f"{m.gpu_key}: HGMMA in the loop but no measured wgmma rate for this GPU"
                          if m.wgmma_flop_per_clk_sm is None else
                          f"HGMMA with {warps_per_cta} warps per CTA: not whole warpgroups")
     rng = random.Random(seed)
     delay = [rng.randint(0, 255) if seed else 0 for _ in range(ctas)]
-    warps = [_Warp(w, w // warps_per_cta, w % subpartitions, ready=float(delay[w // warps_per_cta]))
+    its = list(iterations) if isinstance(iterations, (list, tuple)) else [iterations] * len(tabs)
+    iterations = its[0]
+    warps = [_Warp(w, w // warps_per_cta, w % subpartitions, ready=float(delay[w // warps_per_cta]),
+                   role=((w % warps_per_cta) // SUBPARTITIONS) % len(tabs))
              for w in range(ctas * warps_per_cta)]
+    for w in warps:
+        w.stop = its[w.role]
     sb = [[0.0] * 6 for _ in warps]           # barrier release times
     groups: list[list[float]] = [[] for _ in warps]  # LDGDEPBAR group completion times
     open_group = [0.0 for _ in warps]
@@ -293,10 +315,10 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     warp_states: Counter = Counter()
     t = 0
     progressed, hist = 0, []
-    limit = iterations * n * len(warps) * 40 + 10000
-    while len(finish) < len(warps) * (iterations + 1) and t < limit:
+    limit = max(its) * max(t_[5] for t_ in tabs) * len(warps) * 40 + 10000
+    while len(finish) < sum(w.stop + 1 for w in warps) and t < limit:
         for sp in range(subpartitions):
-            cand = [w for w in warps if w.sp == sp and w.it < iterations]
+            cand = [w for w in warps if w.sp == sp and w.it < w.stop]
             if last[sp] is not None and last[sp] in cand:
                 if policy == "greedy":
                     cand.remove(last[sp])
@@ -312,12 +334,12 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                 if w.at_bar and w.bar_key[0] == "named" and w.bar_key not in bar_release \
                         and _named_ready(named, w.bar_key):
                     bar_release[w.bar_key] = t + m.bar_latency(2 * SUBPARTITIONS)
-            whys = [_blocked(w, body[w.pc], pipes[w.pc], t, sb[w.wid], groups[w.wid], busy[sp],
+            whys = [_blocked(w, tabs[w.role][0][w.pc], tabs[w.role][1][w.pc], t, sb[w.wid], groups[w.wid], busy[sp],
                              m, smem_starts[sp], lsu_free, bar_release, wg_pending[w.wid])
-                    or (_not_my_turn(turn, w, body[w.pc], warps_per_cta) if turn is not None else None)
-                    or ("register file" if reads[w.pc] and _held(rf_free[sp] - m.rf_read_depth, t) else None)
+                    or (_not_my_turn(turn, w, tabs[w.role][0][w.pc], warps_per_cta) if turn is not None else None)
+                    or ("register file" if tabs[w.role][3][w.pc] and _held(rf_free[sp] - m.rf_read_depth, t) else None)
                     for w in cand]
-            if hgmma_windows and _taken(hgmma_windows, t):
+            if m.wgmma_fp32_share and hgmma_windows and _taken(hgmma_windows, t):
                 # an FP32 instruction held back by the HGMMA's share of its datapaths: Nsight
                 # Compute samples it as dispatch_stall (the wgmma mix benchmark's signature)
                 whys = ["dispatch" if y == "fma pipe" else y for y in whys]
@@ -339,7 +361,8 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                 if why:
                     reason = reason or why
                     continue
-                i, p = body[w.pc], pipes[w.pc]
+                body_w, pipes, waves, reads, shapes, n = tabs[w.role]
+                i, p = body_w[w.pc], pipes[w.pc]
                 c = i.ctrl
                 done = t + 1
                 if p == "tensor":
@@ -354,8 +377,18 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                 elif p == "alu":
                     unit = "fp32b" if m.int_shares_fp32 else "alu"
                     _take(busy[sp], unit, t, m.alu_interval)
+                    busy[sp]["alu_own"] = busy[sp][unit]
+                    if m.wgmma_alu_factor != 1.0 and hgmma_windows and not m.int_shares_fp32:
+                        # beside a running HGMMA the pipe takes it wgmma_alu_factor x as long;
+                        # "alu_own" keeps its end at the pipe's own rate (a warp held past
+                        # it waits on the dispatch, not on the pipe)
+                        busy[sp][unit] += m.alu_interval * (m.wgmma_alu_factor - 1) * _taken(hgmma_windows, t)
                 elif p == "xu":
                     _take(busy[sp], "xu", t, m.mufu_interval)
+                    busy[sp]["xu_own"] = busy[sp]["xu"]
+                    if m.wgmma_xu_factor != 1.0 and hgmma_windows:
+                        # beside a running HGMMA the XU pipe takes a MUFU wgmma_xu_factor x as long
+                        busy[sp]["xu"] += m.mufu_interval * (m.wgmma_xu_factor - 1) * _taken(hgmma_windows, t)
                     done = t + m.mufu_latency
                 elif p == "wgmma":
                     _issue_hgmma(w, t, shapes[w.pc], warps_per_cta, m, busy, wg_arrived, wg_chain,
@@ -391,6 +424,8 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                     hold[sp] = t + m.hmma_issue_cycles
                 elif steal and p not in _NO_STEAL and busy[sp]["tensor"] > t:
                     busy[sp]["tensor"] += steal
+                if m.xu_issue_steal and p != "xu" and p not in _NO_STEAL and busy[sp]["xu"] > t:
+                    busy[sp]["xu"] += m.xu_issue_steal  # issue beside a busy XU pipe (ceilings wgsplit3)
                 if seed and done > t + 1:  # variable latency varies: 0-4 cycles of jitter
                     done += rng.random() * JITTER
                 if i.base == "LDGDEPBAR":
@@ -436,12 +471,13 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     if t_b <= t_a:
         t_a, t_b = 0, done_it[iterations]
     insts = hist[min(t_b, len(hist) - 1)] - hist[min(t_a, len(hist) - 1)]
-    per_iter = len(warps) * n * (t_b - t_a) / insts if insts else float("nan")
+    per_iter = len(warps) * len(tabs[0][0]) * (t_b - t_a) / insts if insts else float("nan")
     total = sum(stalls.values())
     n_issued = warp_states.pop("issued", 0) or 1
     return {"cycles_per_iter": per_iter, "slots": {k: v / total for k, v in stalls.items()},
             "warps_per_issue": {k: v / n_issued for k, v in warp_states.items()},
-            "simulated_cycles": t, "tensor_busy_until": max(b["tensor"] for b in busy)}
+            "simulated_cycles": t, "tensor_busy_until": max(b["tensor"] for b in busy),
+            "finish_by_warp": {w.wid: finish.get((w.wid, w.stop)) for w in warps}}
 
 
 def _advance(w: _Warp, n: int, finish: dict, t: int) -> None:
@@ -478,7 +514,7 @@ def _issue_hgmma(w, t, shape, warps_per_cta, m, busy, arrived, chain, pending, w
         if len(windows) > 64:
             del windows[:-64]
     window = None
-    if m.wgmma_fp32_share and running is not None:
+    if (m.wgmma_fp32_share or m.wgmma_alu_factor != 1.0 or m.wgmma_xu_factor != 1.0) and running is not None:
         window = [start, end, 1.0]
         running.append(window)
         if len(running) > 64:
@@ -492,9 +528,9 @@ def _issue_hgmma(w, t, shape, warps_per_cta, m, busy, arrived, chain, pending, w
 
 def _steal(m, sp, t, live, stolen, shifted, busy, chain) -> None:
     """An FP32 / IMAD instruction issued on sub-partition ``sp`` while an HGMMA runs: the
-    tensor pipe is ``Machine.wgmma_fp32_steal`` cycles later for that sub-partition; the pipe
-    (all four work on each HGMMA) is as late as the latest, so what the others took in the
-    same span overlaps. The running HGMMA and those queued behind it move, with their
+    sub-partition's running total grows by ``Machine.wgmma_fp32_steal`` cycles; the pipe (all
+    four work on each HGMMA) is as late as the largest total, so what the others took overlaps
+    with it. The running HGMMA and those queued behind it move, with their
     FP32 windows and the completion of the groups they close."""
     if not m.wgmma_fp32_steal or not any(a <= t < b for a, b, *_ in live):
         return
@@ -618,9 +654,11 @@ def _blocked(w, i, p, t, sb, groups, busy, m, starts, lsu_free, bar_release, wg_
     if p == "fp32" and _held(min(busy["fp32a"], busy["fp32b"] if m.fp32_halves > 1 else busy["fp32a"]), t):
         return "fma pipe"
     if p == "alu" and _held(busy["fp32b" if m.int_shares_fp32 else "alu"], t):
-        return "alu pipe"
+        # held only by the extra a running HGMMA costs: Nsight Compute's dispatch_stall
+        return "alu pipe" if m.int_shares_fp32 or _held(busy.get("alu_own", busy["alu"]), t) else "alu dispatch"
     if p == "xu" and _held(busy["xu"], t):
-        return "xu pipe"
+        # held only by the extra of a running HGMMA or of other issue: a dispatch stall
+        return "xu pipe" if _held(busy.get("xu_own", busy["xu"]), t) else "xu dispatch"
     if p in ("smem", "lsu"):
         if lsu_free > t:
             return "lsu/mio"

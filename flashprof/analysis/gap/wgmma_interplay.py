@@ -31,7 +31,7 @@ from pathlib import Path
 
 from flashprof.analysis.gap import interplay
 from flashprof.analysis.gap.constants import SUBPARTITIONS, Machine, machine
-from flashprof.analysis.gap.controls import parse
+from flashprof.analysis.gap.controls import main_loop, parse
 from flashprof.analysis.gap.data import REPO
 from flashprof.analysis.gap.ceilings_sass import write_loops
 from flashprof.analysis.gap.scheduler import simulate
@@ -182,6 +182,307 @@ def split_kinds(path: Path) -> dict[str, dict]:
         out[name] = {"kind": kind, "k": k, "rs": rs, "alone_cycles_per_inst": a,
                      "beside_cycles_per_inst": beside, "hgmma_rate_kept": kept}
     return out
+
+
+def _kinds_file() -> Path:
+    """The `ceilings wgsplit2` run (FMNMX and the softmax mix beside HGMMAs) of the shipped GPU's chip."""
+    found = [Path(t).parent / "wgsplit2.raw.jsonl" for t in TABLES]
+    return next((p for p in found if p.is_file()), found[0])
+
+
+def alu_factor(path: Path | None = None) -> dict:
+    """How much longer an ALU-pipe instruction takes beside running HGMMAs, from the split-role
+    run alone: FMNMX (max.f32, 8 chains, the ALU pipe's 2 cycles a warp instruction alone) beside
+    SS HGMMAs takes twice its time while the HGMMAs keep their whole rate (K = 16 and 64). The
+    factor is the mean of beside / alone over those records (``Machine.wgmma_alu_factor``);
+    ``hgmma_rate_kept`` says the pipe side pays nothing."""
+    path = Path(path or _kinds_file())
+    per = {n: r for n, r in split_kinds(path).items() if r["kind"] == "fmnmx" and not r["rs"]}
+    if not per:
+        raise FileNotFoundError(f"{path}: no FMNMX split records (ceilings wgsplit2)")
+    ratios = {n: r["beside_cycles_per_inst"] / r["alone_cycles_per_inst"] for n, r in per.items()}
+    return {"per_record": {n: {"alu_factor": ratios[n], "hgmma_rate_kept": per[n]["hgmma_rate_kept"],
+                               "alone_cycles_per_inst": per[n]["alone_cycles_per_inst"],
+                               "beside_cycles_per_inst": per[n]["beside_cycles_per_inst"]} for n in sorted(per)},
+            "wgmma_alu_factor": statistics.fmean(ratios.values()),
+            "hgmma_rate_kept": statistics.fmean(r["hgmma_rate_kept"] for r in per.values()),
+            "source": str(path.relative_to(REPO))}
+
+
+def alu_point(point: str) -> bool:
+    """A mix point whose interleaved work runs on the ALU pipe (FMNMX) or mixes it in (softmax)."""
+    return point.split("_")[2] in ("fmnmx", "softmax")
+
+
+def judge_alu(alu: dict, gpu_key: str = SHIPPED.model_key) -> dict:
+    """The ALU factor (derived from the split run) on the mix points with ALU work, none of which
+    it saw, beside the model as it stands without it (the FP32 exchange kept in both). Adopted
+    where it lowers the MAE over the FMNMX points by ``ADOPT_GAIN_PP`` and leaves the softmax
+    points no worse."""
+    base = machine(gpu_key)
+    pts, (meas, _src) = points(), measured()
+    names = sorted(p for p in pts if p in meas and alu_point(p))
+    models = {"with": dataclasses.replace(base, wgmma_alu_factor=alu["wgmma_alu_factor"]),
+              "without": dataclasses.replace(base, wgmma_alu_factor=1.0)}
+    errs = {k: {p: 100 * (rate(pts[p], m) / meas[p] - 1) for p in names} for k, m in models.items()}
+
+    def mae(e, kind):
+        xs = [abs(v) for p, v in e.items() if p.split("_")[2] == kind]
+        return statistics.fmean(xs) if xs else float("nan")
+
+    out = {k: {kind: mae(e, kind) for kind in ("fmnmx", "softmax")} for k, e in errs.items()}
+    gain = out["without"]["fmnmx"] - out["with"]["fmnmx"]
+    return {"points": errs, "mae_pct": out, "n": len(names),
+            "adopted": gain >= ADOPT_GAIN_PP and out["with"]["softmax"] <= out["without"]["softmax"] + 0.1}
+
+
+SPLIT_SASS = REPO / "reports" / "sass" / "ceilings" / "wgmma_split_sm_90a.sass"
+_SPLIT_FN = re.compile(r"k_wgmma_splitILi(\d+)ELb([01])ELb([01])ELi(\d+)E")
+_SPLIT_KIND = {1: "ffma", 3: "ex2", 4: "fmnmx", 8: "softmax", 9: "ex2ffma", 10: "ex2fmnmx", 11: "ex2fmul",
+               12: "ex2ffma4"}                                 # WgmixKind numbers (wgmma_mix.cuh)
+_SPLIT_MARKER = {"ffma": "FFMA", "fmnmx": "FMNMX", "softmax": "FMUL"}  # the rest: MUFU
+_SPLIT_WORK = ("FFMA", "FMUL", "FADD", "FMNMX", "MUFU")    # the second warpgroup's instructions
+
+
+def split_name(function: str) -> tuple[str, str] | None:
+    """(record name, "" or "_alone") of a ``k_wgmma_split<K, HG, RS, KIND>`` function, or None."""
+    m = _SPLIT_FN.search(function or "")
+    if not m or int(m.group(4)) not in _SPLIT_KIND:
+        return None
+    k, hg, rs, kind = int(m.group(1)), m.group(2) == "1", m.group(3) == "1", _SPLIT_KIND[int(m.group(4))]
+    return f"wgmma_split_{kind}_k{k}" + ("_rs" if rs and hg else ""), "" if hg else "_alone"
+
+
+def write_split_sass(path: Path = SPLIT_SASS) -> Path:
+    """Both loops of every split-role kernel in the ceilings cubin (sm_90a, the venv's nvcc): the
+    HGMMA warpgroup's (``<record>@hgmma``) and the other's (``<record>@other``), each as
+    controls.main_loop finds it around its own instruction."""
+    from flashprof.analysis.gap.loops import listing_lines
+    from flashprof.kernels import ceilings
+    from flashprof.kernels.sass.static import dump_sass
+    from flashprof.kernels.toolchain import find_toolchain
+
+    per_fn = parse(dump_sass(ceilings.build("sm_90a", cubin=True)))
+    lines = ["# ceilings split-role wgmma kernels (flashprof/kernels/ceilings/wgmma_mix.cuh k_wgmma_split), sm_90a: "
+             "each warpgroup's loop",
+             f"# from: python -m flashprof.analysis.gap.wgmma_interplay --write-split-sass (nvcc {find_toolchain('nvcc').nvcc_version})"]
+    for fn in sorted(per_fn):
+        named = split_name(fn)
+        if named is None:
+            continue
+        rec, alone = named
+        if rec in SPLIT_SKIP:
+            continue
+        kind = rec.split("_")[2]
+        parts = [] if alone else [("hgmma", "HGMMA")]
+        if not rec.endswith(("_k0", "_k0_rs")):
+            parts.append(("other", _SPLIT_MARKER.get(kind, "MUFU")))
+        for role, marker in parts:
+            lo, hi = main_loop(per_fn[fn], marker)
+            lines.append(f"Function : {rec}{alone}@{role}")
+            lines += listing_lines(per_fn[fn][lo:hi + 1])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def split_loops(path: Path = SPLIT_SASS) -> dict[str, dict[str, list]]:
+    """record name (``..._alone`` for the second warpgroup timed alone) -> role -> loop body."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no split SASS (python -m flashprof.analysis.gap.wgmma_interplay --write-split-sass)")
+    out: dict[str, dict[str, list]] = {}
+    for fn, body in parse(path.read_text()).items():
+        rec, role = fn.split("@")
+        out.setdefault(rec, {})[role] = body
+    return out
+
+
+def _work(body, role: str) -> int:
+    return sum(1 for i in body if (i.base == "HGMMA" if role == "hgmma" else i.base in _SPLIT_WORK))
+
+
+def simulate_split(m: Machine, name: str, loops: dict, groups: int = 64) -> dict:
+    """The split-role run ``name`` on the scheduler (two roles, one block, seed 1), ``groups``
+    HGMMA groups of 8 and 8 x K instructions per group period, as the benchmark has them: each
+    side's cycles, the second warpgroup's alone and the HGMMAs' alone, read as ``split_kinds``
+    reads the GPU's (cycles per instruction alone and beside, HGMMA rate kept)."""
+    hit = re.fullmatch(r"wgmma_split_(\w+?)_k(\d+)(_rs)?", name)
+    k, rs = int(hit.group(2)), bool(hit.group(3))
+    both, alone = loops[name], loops[f"{name.replace('_rs', '')}_alone"]["other"]
+    hg0 = loops["wgmma_split_ffma_k0" + ("_rs" if rs else "")]["hgmma"]
+    n = groups * HGMMA_PER_GROUP * k
+    passes = lambda body, role, work: max(1, round(work / _work(body, role)))
+    end = lambda r, ws: max(r["finish_by_warp"][w] for w in ws)
+    r = simulate(None, m, 1, WARPS, iterations=[passes(both["hgmma"], "hgmma", groups * HGMMA_PER_GROUP),
+                                                passes(both["other"], "other", n)], seed=SEED,
+                 roles=[both["hgmma"], both["other"]])
+    hg, other = end(r, range(4)), end(r, range(4, 8))
+    a = end(simulate(list(alone), m, 1, SUBPARTITIONS, iterations=passes(alone, "other", n), seed=SEED),
+            range(4)) / n
+    base = end(simulate(list(hg0), m, 1, SUBPARTITIONS, iterations=passes(hg0, "hgmma", groups * HGMMA_PER_GROUP),
+                        seed=SEED), range(4))
+    if other <= hg:
+        beside, kept = other / n, (base - (hg - other)) / other
+    else:
+        beside, kept = hg / (n - (other - hg) / a), base / hg
+    return {"alone_cycles_per_inst": a, "beside_cycles_per_inst": beside, "hgmma_rate_kept": kept}
+
+
+MUFU_SHARE = {"ex2": 1.0, "ex2ffma": 0.5, "ex2fmnmx": 0.5, "ex2fmul": 0.5, "ex2ffma4": 0.2, "softmax": 0.2}
+
+
+def mufu_mix(path: Path, m: Machine | None = None, loops: dict | None = None) -> dict:
+    """A `ceilings wgsplit3` run (MUFU.EX2 in mixed streams, the second warpgroup alone, one warp a
+    sub-partition): per record the cycles per instruction, the cycles per MUFU.EX2 that gives if
+    the XU pipe were the limit (cycles per instruction / share of EX2 in the stream), and the
+    scheduler's cycles per instruction on the same loop (the Machine's MUFU rate: 8 cycles)."""
+    m = m or machine(SHIPPED.model_key)
+    loops = loops or split_loops()
+    recs = measurements(path)
+    med = statistics.median
+    out = {}
+    for name, r in sorted(recs.items()):
+        hit = re.fullmatch(r"wgmma_split_(\w+?)_k(\d+)_alone", name)
+        if not hit or hit.group(1) not in MUFU_SHARE:
+            continue
+        kind, k = hit.group(1), int(hit.group(2))
+        n = (r.get("n") or SPLIT_GROUPS) * HGMMA_PER_GROUP * k
+        cpi = med(r["cycles"]) / n
+        row = {"kind": kind, "k": k, "cycles_per_inst": cpi, "cycles_per_ex2": cpi / MUFU_SHARE[kind]}
+        if name in loops:
+            body = loops[name]["other"]
+            its = max(1, round(n / 8 / _work(body, "other")))
+            sim = simulate(list(body), m, 1, SUBPARTITIONS, iterations=its, seed=SEED)
+            row["model_cycles_per_inst"] = max(sim["finish_by_warp"].values()) / (its * _work(body, "other"))
+        out[name] = row
+    return out
+
+
+MUFU_RUN = "wgsplit3.raw.jsonl"
+MUFU_CANDIDATE = RESULT.with_name("mufu_candidate.json")
+XU_GRID = tuple(round(0.05 * i, 2) for i in range(0, 21))
+
+
+def _mufu_folder() -> Path:
+    return next((Path(t).parent for t in TABLES if (Path(t).parent / MUFU_RUN).is_file()), Path(TABLES[0]).parent)
+
+
+def mufu_candidate(gpu_key: str = SHIPPED.model_key) -> dict:
+    """Two costs of the XU pipe (MUFU) from `ceilings wgsplit3` alone, each chosen on its own
+    records and judged on what it never saw. ``xu_issue_steal`` (each other instruction issued
+    beside a busy XU pipe holds it that much longer): on the grid, on the two records with one EX2
+    in five among FFMAs. ``wgmma_xu_factor`` (a MUFU beside a running HGMMA holds the XU pipe that
+    many times as long): EX2 beside SS HGMMAs over EX2 alone (K = 16). Judged: the wgsplit3
+    records with an EX2 every other instruction alone; kernel 7's softmax mix alone (wgsplit2 and
+    wgsplit3); EX2 + FFMA, EX2 + FMNMX and the softmax mix beside HGMMAs (the two-role scheduler);
+    the EX2 and softmax mix points; the shipped kernel 7's loop (cycles a pass and stall mix,
+    seeds 1-4, 32 passes timed over the last 16)."""
+    from flashprof.analysis.gap.issue_report import GPUS as ARCH
+    from flashprof.analysis.gap.issue_report import H200, model_stalls, passes, with_tma_writes
+    from flashprof.analysis.gap.loops import kernel_loop
+
+    m0 = machine(gpu_key)
+    loops = split_loops()
+    folder = _mufu_folder()
+    meas = mufu_mix(folder / MUFU_RUN, m0, loops)
+    soft2 = mufu_mix(folder / "wgsplit2.raw.jsonl", m0, loops) if (folder / "wgsplit2.raw.jsonl").is_file() else {}
+    fit = [n for n, r in meas.items() if r["kind"] == "ex2ffma4"]
+
+    def alone_err(m, rows):
+        out = {}
+        for name, r in rows.items():
+            body = loops[name]["other"]
+            n = SPLIT_GROUPS * HGMMA_PER_GROUP * r["k"]
+            its = max(1, round(n / 8 / _work(body, "other")))
+            sim = simulate(list(body), m, 1, SUBPARTITIONS, iterations=its, seed=SEED)
+            out[name] = 100 * (max(sim["finish_by_warp"].values()) / (its * _work(body, "other")) / r["cycles_per_inst"] - 1)
+        return out
+
+    grid = {x: statistics.fmean(abs(v) for v in alone_err(dataclasses.replace(m0, xu_issue_steal=x),
+                                                          {n: meas[n] for n in fit}).values()) for x in XU_GRID}
+    steal = min(grid, key=lambda x: (grid[x], x))
+    kinds3 = split_kinds(folder / MUFU_RUN)
+    factor = kinds3["wgmma_split_ex2_k16"]["beside_cycles_per_inst"] / kinds3["wgmma_split_ex2_k16"]["alone_cycles_per_inst"]
+    held = {n: r for n, r in meas.items() if n not in fit and r["kind"] != "ex2"}
+    held.update({n: r for n, r in soft2.items() if r["kind"] == "softmax"})
+    beside_meas = {n: v for n, v in kinds3.items() if n != "wgmma_split_ex2_k16"}
+    beside_meas.update({n: v for n, v in split_kinds(folder / "wgsplit2.raw.jsonl").items() if v["kind"] == "softmax"})
+    pts, (mix, _src) = points(), measured()
+    mix_names = sorted(p for p in pts if p in mix and p.split("_")[2] in ("ex2", "softmax"))
+    code = kernel_loop("7", ARCH[H200], json.loads((REPO / SHIPPED.reports / "kernel7.json").read_text())["config_slug"])
+    bg = dict(with_tma_writes(code, ())).get("background_wavefronts", 0.0)
+    n_pass, warm = passes(code, 1)
+
+    def k7(m):
+        runs = [simulate(list(code.body), m, 1, code.warps, n_pass, 1.0, s, background_wavefronts=bg, warmup=warm)
+                for s in (1, 2, 3, 4)]
+        st = [model_stalls(r["warps_per_issue"]) for r in runs]
+        return {"cycles_per_pass": statistics.fmean(r["cycles_per_iter"] for r in runs),
+                "stalls": {g: statistics.fmean(x[g] for x in st) for g in st[0]}}
+
+    variants = {"without": m0, "steal": dataclasses.replace(m0, xu_issue_steal=steal),
+                "factor": dataclasses.replace(m0, wgmma_xu_factor=factor),
+                "both": dataclasses.replace(m0, xu_issue_steal=steal, wgmma_xu_factor=factor)}
+    judged = {}
+    for label, m in variants.items():
+        a = alone_err(m, held)
+        b = {}
+        for n, v in beside_meas.items():
+            got = simulate_split(m, n, loops)
+            b[n] = {f: 100 * (got[f] / v[f] - 1) for f in ("beside_cycles_per_inst", "hgmma_rate_kept")}
+        mx = {p: 100 * (rate(pts[p], m) / mix[p] - 1) for p in mix_names}
+        judged[label] = {"alone_pct": a, "alone_mae_pct": statistics.fmean(abs(v) for v in a.values()),
+                         "beside_pct": b,
+                         "beside_mae_pct": statistics.fmean(abs(x["beside_cycles_per_inst"]) for x in b.values()),
+                         "kept_mae_pct": statistics.fmean(abs(x["hgmma_rate_kept"]) for x in b.values()),
+                         "mix_pct": mx, "mix_mae_pct": statistics.fmean(abs(v) for v in mx.values()),
+                         "kernel7": k7(m)}
+    return {"what": " ".join(mufu_candidate.__doc__.split()),
+            "run": str((folder / MUFU_RUN).relative_to(REPO)), "measured": meas, "fit_steal": fit,
+            "grid_mae_pct": {str(k): v for k, v in grid.items()}, "xu_issue_steal": steal,
+            "wgmma_xu_factor": factor, "judged": judged}
+
+
+def mufu_summary(rec: dict) -> dict:
+    """The two XU costs as the Machine reads them (wgmma_interplay.json's ``mufu``): adopted where
+    both together lower every held-out error of mufu_candidate."""
+    j0, j1 = rec["judged"]["without"], rec["judged"]["both"]
+    keys = ("alone_mae_pct", "beside_mae_pct", "kept_mae_pct", "mix_mae_pct")
+    return {"xu_issue_steal": rec["xu_issue_steal"], "wgmma_xu_factor": rec["wgmma_xu_factor"],
+            "source": rec["run"], "detail": str(MUFU_CANDIDATE.relative_to(REPO)),
+            "mae_pct": {"without": {k: j0[k] for k in keys}, "with": {k: j1[k] for k in keys}},
+            "adopted": all(j1[k] < j0[k] for k in keys)}
+
+
+SPLIT_RAWS = ("wgmma_split.raw.jsonl", "wgsplit.raw.jsonl", "wgsplit2.raw.jsonl")
+SPLIT_SKIP = {"wgmma_split_ffma_k256": "its FFMA warps alone slow to 1.151 cycles per FFMA (K = 256: likely the "
+                                       "instruction cache, which the scheduler does not model)"}
+
+
+def split_simulated(m: Machine | None = None, loops: dict | None = None, names=None) -> dict:
+    """Every split-role record of the shipped GPU's chip (the three runs), measured (split_kinds)
+    beside the scheduler's run of the same loops (simulate_split), and the mean absolute error
+    per kind of each of the three figures."""
+    m = m or machine(SHIPPED.model_key)
+    loops = loops or split_loops()
+    folder = next((Path(t).parent for t in TABLES if (Path(t).parent / SPLIT_RAWS[0]).is_file()), Path(TABLES[0]).parent)
+    meas = {}
+    for raw in SPLIT_RAWS:
+        if (folder / raw).is_file():
+            meas.update(split_kinds(folder / raw))
+    rows = {}
+    for name in sorted(names or meas):
+        if name in SPLIT_SKIP or name not in loops:
+            continue
+        rows[name] = {"measured": meas[name], "model": simulate_split(m, name, loops)}
+    err = {}
+    for name, r in rows.items():
+        kind = name.split("_")[2] + ("_rs" if name.endswith("_rs") else "")
+        for f in ("alone_cycles_per_inst", "beside_cycles_per_inst", "hgmma_rate_kept"):
+            err.setdefault(kind, {}).setdefault(f, []).append(100 * abs(r["model"][f] / r["measured"][f] - 1))
+    mae = {kind: {f: statistics.fmean(v) for f, v in fs.items()} for kind, fs in err.items()}
+    return {"rows": rows, "mae_pct": mae, "skipped": SPLIT_SKIP, "loops": str(SPLIT_SASS.relative_to(REPO)),
+            "runs": [str((folder / raw).relative_to(REPO)) for raw in SPLIT_RAWS if (folder / raw).is_file()]}
 
 
 SPLIT_GROUPS = 512     # groups per run in k_wgmma_split (bench_wgmma_split)
@@ -366,6 +667,52 @@ def main(argv=None) -> int:
         SPLIT_PREDICTIONS.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
         print(f"{SPLIT_PREDICTIONS.relative_to(REPO)} written")
         return 0
+    if "--write-split-sass" in argv:
+        print(write_split_sass().relative_to(REPO))
+        return 0
+    if "--split-sim" in argv:  # the scheduler on the split-role runs' own loops, with and without the ALU factor
+        rec = load()
+        if rec is None:
+            raise SystemExit(f"{RESULT.relative_to(REPO)}: missing; run without --split-sim first")
+        m = machine(SHIPPED.model_key)
+        sim = split_simulated(m)
+        if m.wgmma_alu_factor != 1.0:
+            sim["mae_pct_without_alu_factor"] = split_simulated(dataclasses.replace(m, wgmma_alu_factor=1.0),
+                                                                names=[n for n in sim["rows"] if "fmnmx" in n or "softmax" in n])["mae_pct"]
+        rec["split_sim"] = sim
+        RESULT.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+        for kind, v in sorted(sim["mae_pct"].items()):
+            print(f"{kind:12s} " + ", ".join(f"{f.split('_cycles')[0].replace('hgmma_rate_kept', 'kept')} {x:5.1f} %" for f, x in v.items()))
+        return 0
+    if "--mufu" in argv:  # ceilings wgsplit3: MUFU.EX2 in mixed streams, two XU costs judged
+        rec = mufu_candidate()
+        MUFU_CANDIDATE.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+        summary = mufu_summary(rec)
+        whole = load()
+        if whole is not None:
+            whole["mufu"] = summary
+            RESULT.write_text(json.dumps(whole, indent=1, sort_keys=True) + "\n")
+        print(f"{MUFU_CANDIDATE.relative_to(REPO)}: xu_issue_steal {rec['xu_issue_steal']}, wgmma_xu_factor "
+              f"{rec['wgmma_xu_factor']:.3f}")
+        for label, j in rec["judged"].items():
+            k = j["kernel7"]
+            print(f"  {label:8s} alone {j['alone_mae_pct']:5.1f} %, beside {j['beside_mae_pct']:5.1f} %, kept "
+                  f"{j['kept_mae_pct']:5.1f} %, mix {j['mix_mae_pct']:5.1f} %; kernel 7 {k['cycles_per_pass']:.0f} cycles, "
+                  + ", ".join(f"{g} {v:.2f}" for g, v in sorted(k["stalls"].items(), key=lambda kv: -kv[1])[:3]))
+        return 0
+    if "--alu" in argv:  # the ALU pipe beside HGMMAs, from the split run's FMNMX records
+        rec = load()
+        if rec is None:
+            raise SystemExit(f"{RESULT.relative_to(REPO)}: missing; run without --alu first")
+        alu = alu_factor()
+        alu.update(judge_alu(alu))
+        rec["alu"] = alu
+        RESULT.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+        m = alu["mae_pct"]
+        print(f"{RESULT.relative_to(REPO)}: wgmma_alu_factor {alu['wgmma_alu_factor']:.3f} "
+              f"({'adopted' if alu['adopted'] else 'not adopted'}); FMNMX mix points MAE {m['with']['fmnmx']:.1f} % "
+              f"(without {m['without']['fmnmx']:.1f}), softmax {m['with']['softmax']:.1f} % (without {m['without']['softmax']:.1f})")
+        return 0
     if "--exchange" in argv:  # both sides of the cost, from the split run; kept beside the share's grid
         rec = load()
         if rec is None:
@@ -380,8 +727,9 @@ def main(argv=None) -> int:
         return 0
     rec = derive()
     old = load()
-    if old and "exchange" in old:
-        rec["exchange"] = old["exchange"]
+    for kept in ("exchange", "alu", "split_sim", "mufu"):
+        if old and kept in old:
+            rec[kept] = old[kept]
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
     c, w = rec["chosen"], rec["without"]

@@ -21,7 +21,10 @@
 namespace ceilings {
 
 enum WgmixKind { kWgmixNone = 0, kWgmixFfma = 1, kWgmixImad = 2, kWgmixEx2 = 3, kWgmixFmnmx = 4, kWgmixFfma3 = 6,
-                 kWgmixFadd = 7, kWgmixSoftmax = 8 };  // 0-6: mix.cuh's numbers
+                 kWgmixFadd = 7, kWgmixSoftmax = 8,  // 0-6: mix.cuh's numbers
+                 // split-role only (`ceilings wgsplit3`): MUFU.EX2 every other instruction with FFMA, FMNMX
+                 // or FMUL between, and one in five with FFMA between
+                 kWgmixEx2Ffma = 9, kWgmixEx2Fmnmx = 10, kWgmixEx2Fmul = 11, kWgmixEx2Ffma4 = 12 };
 constexpr int kWgmixChains = 8;
 constexpr int kWgmixGroups = 1024;  // 8 HGMMA each, alternating over two accumulator sets: exact in fp32
 
@@ -347,6 +350,14 @@ __global__ void __launch_bounds__(128 * kWgmmaWarpgroups) k_wgmma_split(float* o
                     if (op == 3) asm volatile("max.f32 %0, %1, %2;" : "=f"(x[c]) : "f"(-x[c]), "f"(-0.25f));
                     if (op == 4) asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(x[c]));
                 }
+                if constexpr (KIND == kWgmixEx2) asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(x[c]));
+                if constexpr (KIND >= kWgmixEx2Ffma && KIND <= kWgmixEx2Ffma4) {
+                    const bool ex2 = KIND == kWgmixEx2Ffma4 ? k % 5 == 4 : k % 2 == 1;
+                    if (ex2) asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(x[c]));
+                    else if (KIND == kWgmixEx2Fmnmx) asm volatile("max.f32 %0, %1, %2;" : "=f"(x[c]) : "f"(-x[c]), "f"(-0.25f));
+                    else if (KIND == kWgmixEx2Fmul) asm volatile("mul.rn.f32 %0, %0, %1;" : "+f"(x[c]) : "f"(-0.99951171875f));
+                    else asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(x[c]) : "f"(-0.99951171875f), "f"(-0.25f));
+                }
             }
         }
     }
@@ -363,7 +374,9 @@ __global__ void __launch_bounds__(128 * kWgmmaWarpgroups) k_wgmma_split(float* o
 
 template <int K, bool HG, bool RS = false, int KIND = kWgmixFfma>
 inline Record bench_wgmma_split(const Device& dev) {
-    const char* kind = KIND == kWgmixFmnmx ? "fmnmx" : KIND == kWgmixSoftmax ? "softmax" : "ffma";
+    const char* kind = KIND == kWgmixFmnmx ? "fmnmx" : KIND == kWgmixSoftmax ? "softmax" : KIND == kWgmixEx2 ? "ex2"
+                       : KIND == kWgmixEx2Ffma ? "ex2ffma" : KIND == kWgmixEx2Fmnmx ? "ex2fmnmx"
+                       : KIND == kWgmixEx2Fmul ? "ex2fmul" : KIND == kWgmixEx2Ffma4 ? "ex2ffma4" : "ffma";
     Record r{std::string("wgmma_split_") + kind + "_k" + std::to_string(K) + (RS ? "_rs" : "") + (HG ? "" : "_alone"),
              "split", "cycles", "cycles", 0};
     const int groups = 512;
@@ -400,6 +413,22 @@ inline std::vector<Record> bench_wgmma_splits_kinds(const Device& dev) {
             bench_wgmma_split<16, true, false, kWgmixSoftmax>(dev), bench_wgmma_split<16, false, false, kWgmixSoftmax>(dev),
             bench_wgmma_split<64, true, false, kWgmixSoftmax>(dev), bench_wgmma_split<64, false, false, kWgmixSoftmax>(dev),
             bench_wgmma_split<16, true, true, kWgmixSoftmax>(dev), bench_wgmma_split<64, true, true, kWgmixSoftmax>(dev)};
+}
+
+// `ceilings wgsplit3`: MUFU.EX2 in a mixed stream (kernel 7's softmax mix runs slower alone than its
+// instructions' own rates give): warpgroup 1 alone with EX2 only, EX2 every other instruction with
+// FFMA, FMNMX or FMUL between, EX2 one in five with FFMAs, and kernel 7's softmax mix again (K = 16,
+// 64); EX2, EX2 + FFMA and EX2 + FMNMX beside SS HGMMAs (K = 16).
+inline std::vector<Record> bench_wgmma_splits_mufu(const Device& dev) {
+    return {bench_wgmma_split<0, true>(dev),
+            bench_wgmma_split<16, false, false, kWgmixEx2>(dev),      bench_wgmma_split<64, false, false, kWgmixEx2>(dev),
+            bench_wgmma_split<16, false, false, kWgmixEx2Ffma>(dev),  bench_wgmma_split<64, false, false, kWgmixEx2Ffma>(dev),
+            bench_wgmma_split<16, false, false, kWgmixEx2Fmnmx>(dev), bench_wgmma_split<64, false, false, kWgmixEx2Fmnmx>(dev),
+            bench_wgmma_split<16, false, false, kWgmixEx2Fmul>(dev),  bench_wgmma_split<64, false, false, kWgmixEx2Fmul>(dev),
+            bench_wgmma_split<16, false, false, kWgmixEx2Ffma4>(dev), bench_wgmma_split<64, false, false, kWgmixEx2Ffma4>(dev),
+            bench_wgmma_split<16, false, false, kWgmixSoftmax>(dev),
+            bench_wgmma_split<16, true, false, kWgmixEx2>(dev),       bench_wgmma_split<16, true, false, kWgmixEx2Ffma>(dev),
+            bench_wgmma_split<16, true, false, kWgmixEx2Fmnmx>(dev)};
 }
 
 // `ceilings wgsplit`: the split at densities the exchange was not derived from (K = 8, 32, 256),
