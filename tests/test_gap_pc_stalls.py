@@ -31,6 +31,17 @@ def _per_pc(action, metric):
     return {int(ids.value(i)): float(m.value(i) or 0) for i in range(m.num_instances())}
 
 
+def _loop_samples(ncu_report, report: Path, body, metric: str) -> tuple[list[float], float]:
+    """Per loop instruction, the report's ``metric`` PC samples, and the loop's selected (issued)
+    samples: PCs are offsets from the function's first executed PC."""
+    action = ncu_report.load_report(str(report)).range_by_idx(0).action_by_idx(0)
+    base = min(_per_pc(action, "inst_executed"))
+    vals = _per_pc(action, metric)
+    sel = _per_pc(action, "smsp__pcsamp_warps_issue_stalled_selected")
+    addrs = [i.addr + base for i in body]
+    return [vals.get(a, 0.0) for a in addrs], sum(sel.get(a, 0.0) for a in addrs)
+
+
 @pytest.fixture(scope="module")
 def result():
     m = machine(H200)
@@ -42,15 +53,10 @@ def result():
 def test_measured_wait_by_previous_stall_count_from_raw_samples(result):
     ncu_report = pytest.importorskip("ncu_report")
     code, _m, _ctas, r = result
-    action = ncu_report.load_report(str(REF)).range_by_idx(0).action_by_idx(0)
-    base = min(_per_pc(action, "inst_executed"))
-    wait = _per_pc(action, "smsp__pcsamp_warps_issue_stalled_wait")
-    sel = _per_pc(action, "smsp__pcsamp_warps_issue_stalled_selected")
-    addrs = [i.addr + base for i in code.body]
-    issued = sum(sel.get(a, 0.0) for a in addrs)
+    wait, issued = _loop_samples(ncu_report, REF, code.body, "smsp__pcsamp_warps_issue_stalled_wait")
     groups = defaultdict(list)
-    for k, a in enumerate(addrs):
-        groups[code.body[k - 1].ctrl.stall].append(wait.get(a, 0.0) * len(addrs) / issued)
+    for k, w in enumerate(wait):
+        groups[code.body[k - 1].ctrl.stall].append(w * len(wait) / issued)
     got = {row["prev_stall"]: row for row in r["wait_after_stall"]}
     assert set(got) == set(groups)
     for s, vals in groups.items():
@@ -94,16 +100,11 @@ def test_kernel7_by_stretch_the_report_waits_little_at_its_wgmma_waits():
     r = pc_stalls.analyse(code, K7, m, ctas, pc_stalls.conflict_of(K7))
     rows = r["by_region"]
     assert [row["first"].split(": ")[1].split(" ")[0] for row in rows if "DEPBAR" in row["first"]]
-    action = ncu_report.load_report(str(K7)).range_by_idx(0).action_by_idx(0)
-    base = min(_per_pc(action, "inst_executed"))
-    bar = _per_pc(action, "smsp__pcsamp_warps_issue_stalled_barrier")
-    sel = _per_pc(action, "smsp__pcsamp_warps_issue_stalled_selected")
-    addrs = [i.addr + base for i in code.body]
-    issued = sum(sel.get(a, 0.0) for a in addrs)
+    bar, issued = _loop_samples(ncu_report, K7, code.body, "smsp__pcsamp_warps_issue_stalled_barrier")
     starts = [int(row["first"].split(":")[0]) for row in rows]
     ends = starts[1:] + [len(code.body)]
     for row, a, b in zip(rows, starts, ends):
-        want = sum(bar.get(addrs[k], 0.0) for k in range(a, b)) * len(addrs) / issued
+        want = sum(bar[a:b]) * len(bar) / issued
         assert row["measured"].get("barrier", 0.0) == pytest.approx(want, rel=1e-9, abs=1e-9)
     meas_total = sum(row["measured_cycles"] for row in rows)
     # the report's warps hardly wait at the wgmma waits: under 5 % of a pass

@@ -257,15 +257,12 @@ def write_split_sass(path: Path = SPLIT_SASS) -> Path:
     """Both loops of every split-role kernel in the ceilings cubin (sm_90a, the venv's nvcc): the
     HGMMA warpgroup's (``<record>@hgmma``) and the other's (``<record>@other``), each as
     controls.main_loop finds it around its own instruction."""
+    from flashprof.analysis.gap.ceilings_sass import built_functions
     from flashprof.analysis.gap.loops import listing_lines
-    from flashprof.kernels import ceilings
-    from flashprof.kernels.sass.static import dump_sass
-    from flashprof.kernels.toolchain import find_toolchain
 
-    per_fn = parse(dump_sass(ceilings.build("sm_90a", cubin=True)))
-    lines = ["# ceilings split-role wgmma kernels (flashprof/kernels/ceilings/wgmma_mix.cuh k_wgmma_split), sm_90a: "
-             "each warpgroup's loop",
-             f"# from: python -m flashprof.analysis.gap.wgmma_interplay --write-split-sass (nvcc {find_toolchain('nvcc').nvcc_version})"]
+    per_fn, lines = built_functions("ceilings split-role wgmma kernels (flashprof/kernels/ceilings/wgmma_mix.cuh "
+                                    "k_wgmma_split), sm_90a: each warpgroup's loop",
+                                    "python -m flashprof.analysis.gap.wgmma_interplay --write-split-sass")
     for fn in sorted(per_fn):
         named = split_name(fn)
         if named is None:
@@ -635,6 +632,15 @@ def load(path: Path = RESULT) -> dict | None:
     return interplay.load(path)
 
 
+def _store(section: str, value: dict) -> None:
+    """Put one section into the committed record (the grid search's, which must exist)."""
+    rec = load()
+    if rec is None:
+        raise SystemExit(f"{RESULT.relative_to(REPO)}: missing; run python -m flashprof.analysis.gap.wgmma_interplay first")
+    rec[section] = value
+    RESULT.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--write-sass" in argv:
@@ -671,27 +677,19 @@ def main(argv=None) -> int:
         print(write_split_sass().relative_to(REPO))
         return 0
     if "--split-sim" in argv:  # the scheduler on the split-role runs' own loops, with and without the ALU factor
-        rec = load()
-        if rec is None:
-            raise SystemExit(f"{RESULT.relative_to(REPO)}: missing; run without --split-sim first")
         m = machine(SHIPPED.model_key)
         sim = split_simulated(m)
         if m.wgmma_alu_factor != 1.0:
             sim["mae_pct_without_alu_factor"] = split_simulated(dataclasses.replace(m, wgmma_alu_factor=1.0),
                                                                 names=[n for n in sim["rows"] if "fmnmx" in n or "softmax" in n])["mae_pct"]
-        rec["split_sim"] = sim
-        RESULT.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+        _store("split_sim", sim)
         for kind, v in sorted(sim["mae_pct"].items()):
             print(f"{kind:12s} " + ", ".join(f"{f.split('_cycles')[0].replace('hgmma_rate_kept', 'kept')} {x:5.1f} %" for f, x in v.items()))
         return 0
     if "--mufu" in argv:  # ceilings wgsplit3: MUFU.EX2 in mixed streams, two XU costs judged
         rec = mufu_candidate()
         MUFU_CANDIDATE.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
-        summary = mufu_summary(rec)
-        whole = load()
-        if whole is not None:
-            whole["mufu"] = summary
-            RESULT.write_text(json.dumps(whole, indent=1, sort_keys=True) + "\n")
+        _store("mufu", mufu_summary(rec))
         print(f"{MUFU_CANDIDATE.relative_to(REPO)}: xu_issue_steal {rec['xu_issue_steal']}, wgmma_xu_factor "
               f"{rec['wgmma_xu_factor']:.3f}")
         for label, j in rec["judged"].items():
@@ -701,26 +699,18 @@ def main(argv=None) -> int:
                   + ", ".join(f"{g} {v:.2f}" for g, v in sorted(k["stalls"].items(), key=lambda kv: -kv[1])[:3]))
         return 0
     if "--alu" in argv:  # the ALU pipe beside HGMMAs, from the split run's FMNMX records
-        rec = load()
-        if rec is None:
-            raise SystemExit(f"{RESULT.relative_to(REPO)}: missing; run without --alu first")
         alu = alu_factor()
         alu.update(judge_alu(alu))
-        rec["alu"] = alu
-        RESULT.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+        _store("alu", alu)
         m = alu["mae_pct"]
         print(f"{RESULT.relative_to(REPO)}: wgmma_alu_factor {alu['wgmma_alu_factor']:.3f} "
               f"({'adopted' if alu['adopted'] else 'not adopted'}); FMNMX mix points MAE {m['with']['fmnmx']:.1f} % "
               f"(without {m['without']['fmnmx']:.1f}), softmax {m['with']['softmax']:.1f} % (without {m['without']['softmax']:.1f})")
         return 0
     if "--exchange" in argv:  # both sides of the cost, from the split run; kept beside the share's grid
-        rec = load()
-        if rec is None:
-            raise SystemExit(f"{RESULT.relative_to(REPO)}: missing; run without --exchange first")
         ex = exchange()
         ex.update(judge_exchange(ex))
-        rec["exchange"] = ex
-        RESULT.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+        _store("exchange", ex)
         print(f"{RESULT.relative_to(REPO)}: exchange share {ex['wgmma_fp32_share']:.3f}, steal {ex['wgmma_fp32_steal']:.3f} "
               f"({'adopted' if ex['adopted'] else 'not adopted'}); MAE over {ex['n']} FP32 mix points: "
               + ", ".join(f"{k} {v:.1f} %" for k, v in ex["mae_pct"].items()))
