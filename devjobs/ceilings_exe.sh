@@ -1,9 +1,7 @@
 # Sourced by the ceilings devjobs (mma_mix.sh, wgmma_mix.sh, mix1.sh, mio.sh), repo root, $OUT set: a timer
 # (say), the GPU machine's venv (.whl/ carries ncu-report + plotly) and the ceilings binary
 # for sm_90a in $EXE; exits with setup's last lines if setup fails.
-T0=$(date +%s)
-say() { echo "=== [$(( $(date +%s) - T0 )) s] $*"; }
-make setup GPU=1 WHEELS=.whl > "$OUT/setup.log" 2>&1 || { tail -20 "$OUT/setup.log"; exit 1; }
+. devjobs/setup.sh  # say, the venv
 EXE=$(.venv/bin/python -c "from flashprof.kernels import ceilings as b; print(b.build('sm_90a'))") || exit 1
 # ceilings_runs MODE RUNS SECONDS: the cubin's SASS ($OUT/ceilings_sm_90a.sass), the clocks
 # ($OUT/MODE_clocks.txt), then RUNS runs of `ceilings MODE` into $OUT/MODE.run<k>.raw.jsonl (run 1

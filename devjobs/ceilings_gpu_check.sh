@@ -3,9 +3,7 @@
 # (the binary's default mode, untouched by the new split modes) and the GPU tests, logs under $OUT.
 set -uo pipefail
 : "${OUT:?}"
-T0=$(date +%s)
-say() { echo "=== [$(( $(date +%s) - T0 )) s] $*"; }
-make setup GPU=1 WHEELS=.whl > "$OUT/setup.log" 2>&1 || { tail -20 "$OUT/setup.log"; exit 1; }
+. devjobs/setup.sh  # say, the venv
 say "setup done"
 timeout 200 make ceilings > "$OUT/ceilings.log" 2>&1; say "make ceilings exit $?"; tail -15 "$OUT/ceilings.log"
 cp reports/*/ceilings.json "$OUT/" 2>/dev/null

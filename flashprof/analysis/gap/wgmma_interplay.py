@@ -31,7 +31,7 @@ from pathlib import Path
 
 from flashprof.analysis.gap import interplay
 from flashprof.analysis.gap.constants import SUBPARTITIONS, Machine, machine
-from flashprof.analysis.gap.controls import main_loop, parse
+from flashprof.analysis.gap.controls import parse
 from flashprof.analysis.gap.data import REPO
 from flashprof.analysis.gap.ceilings_sass import write_loops
 from flashprof.analysis.gap.scheduler import simulate
@@ -257,30 +257,21 @@ def write_split_sass(path: Path = SPLIT_SASS) -> Path:
     """Both loops of every split-role kernel in the ceilings cubin (sm_90a, the venv's nvcc): the
     HGMMA warpgroup's (``<record>@hgmma``) and the other's (``<record>@other``), each as
     controls.main_loop finds it around its own instruction."""
-    from flashprof.analysis.gap.ceilings_sass import built_functions
-    from flashprof.analysis.gap.loops import listing_lines
+    from flashprof.analysis.gap.ceilings_sass import write_listing
 
-    per_fn, lines = built_functions("ceilings split-role wgmma kernels (flashprof/kernels/ceilings/wgmma_mix.cuh "
-                                    "k_wgmma_split), sm_90a: each warpgroup's loop",
-                                    "python -m flashprof.analysis.gap.wgmma_interplay --write-split-sass")
-    for fn in sorted(per_fn):
+    def loops_of(fn: str) -> list[tuple[str, str]]:
         named = split_name(fn)
-        if named is None:
-            continue
+        if named is None or named[0] in SPLIT_SKIP:
+            return []
         rec, alone = named
-        if rec in SPLIT_SKIP:
-            continue
-        kind = rec.split("_")[2]
         parts = [] if alone else [("hgmma", "HGMMA")]
         if not rec.endswith(("_k0", "_k0_rs")):
-            parts.append(("other", _SPLIT_MARKER.get(kind, "MUFU")))
-        for role, marker in parts:
-            lo, hi = main_loop(per_fn[fn], marker)
-            lines.append(f"Function : {rec}{alone}@{role}")
-            lines += listing_lines(per_fn[fn][lo:hi + 1])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
-    return path
+            parts.append(("other", _SPLIT_MARKER.get(rec.split("_")[2], "MUFU")))
+        return [(f"{rec}{alone}@{role}", marker) for role, marker in parts]
+
+    return write_listing(path, "ceilings split-role wgmma kernels (flashprof/kernels/ceilings/wgmma_mix.cuh "
+                               "k_wgmma_split), sm_90a: each warpgroup's loop",
+                         "python -m flashprof.analysis.gap.wgmma_interplay --write-split-sass", loops_of)
 
 
 def split_loops(path: Path = SPLIT_SASS) -> dict[str, dict[str, list]]:
