@@ -3,7 +3,8 @@
 # wgsplit) one of the ceilings binary's modes: `wgsplit`, densities the exchange was not derived from
 # (K = 8, 32, 256, and 16 again), against reports/h200/wgmma_mix/split_predictions.json written before
 # it; `wgsplit2`, A from registers (kernel 7's P x V) and FMNMX / kernel 7's softmax mix beside the
-# HGMMAs; `wgsplit3`, MUFU.EX2 in mixed streams (alone, and three beside the HGMMAs). Outputs under $OUT: MODE.raw.jsonl (run 1 of 2), MODE.run<k>.raw.jsonl, MODE_clocks.txt,
+# HGMMAs; `wgsplit3`, MUFU.EX2 in mixed streams (alone, and three beside the HGMMAs); `wgsplit4`,
+# one warp's EX2 (or mix) beside a neighbour warp's FFMA / FMNMX / EX2 on every sub-partition (k_xu_pair). Outputs under $OUT: MODE.raw.jsonl (run 1 of 2), MODE.run<k>.raw.jsonl, MODE_clocks.txt,
 # MODE.log, setup.log.
 set -uo pipefail
 : "${OUT:?}"

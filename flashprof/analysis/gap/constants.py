@@ -129,6 +129,10 @@ class Machine:
     # (MUFU) is busy: from ceilings wgsplit3 (MUFU.EX2 one in five among FFMAs takes 10.8 cycles
     # an EX2, alone 8.0), judged in wgmma_interplay.mufu_candidate; 0: none.
     xu_issue_steal: float = 0.0
+    # Whose instructions cost the XU pipe that extra time: "subpartition" (any warp's issued on
+    # the sub-partition) or "warp" (only the warp whose MUFU holds the pipe): decided by ceilings
+    # wgsplit4, a neighbour warp's FFMA / FMNMX beside one warp's EX2 (analysis/gap/xu_pair.py).
+    xu_steal_scope: str = "subpartition"
     # How much longer a MUFU holds the XU pipe while an HGMMA runs (wgsplit3: EX2 beside SS HGMMAs
     # 10.75 cycles, alone 8.07; the HGMMAs keep their rate), judged in
     # wgmma_interplay.mufu_candidate; 1: none.

@@ -48,7 +48,8 @@ integer / compare instruction (the ALU pipe) issued while one runs holds its pip
 ``Machine.wgmma_alu_factor`` times as long, the HGMMA losing nothing; a warp held only by that
 extra counts as "dispatch". Each other instruction (not MUFU, not one the model issues free) a
 sub-partition issues while its XU pipe is busy holds that pipe ``Machine.xu_issue_steal`` cycles
-longer (0: none); a MUFU issued while an HGMMA runs holds it ``Machine.wgmma_xu_factor`` times
+longer (0: none; ``Machine.xu_steal_scope`` "warp": only the instructions of the warp whose MUFU
+holds it); a MUFU issued while an HGMMA runs holds it ``Machine.wgmma_xu_factor`` times
 as long (1: none). A warp held only by either extra counts as "dispatch".
 Shared memory serves one 128-byte wavefront per SM clock (LDSM.x4 / LDS.128 / STS.128 =
 4 wavefronts, times a bank-conflict factor given per kernel); completion = end of its
@@ -308,6 +309,8 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     cta_pass = [0.0] * ctas
     last = [None] * SUBPARTITIONS
     hold = [0.0] * SUBPARTITIONS               # no issue before this cycle (an HMMA's dispatch)
+    xu_owner = [None] * SUBPARTITIONS           # the warp whose MUFU issued last on the XU pipe
+    own_steal = m.xu_steal_scope == "warp"
     # measured beside HMMA only (mma_mix); beside HGMMA it is Machine.wgmma_issue_steal
     steal = m.wgmma_issue_steal if shapes else m.tensor_issue_steal
     finish = {}
@@ -386,6 +389,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                 elif p == "xu":
                     _take(busy[sp], "xu", t, m.mufu_interval)
                     busy[sp]["xu_own"] = busy[sp]["xu"]
+                    xu_owner[sp] = w.wid
                     if m.wgmma_xu_factor != 1.0 and hgmma_windows:
                         # beside a running HGMMA the XU pipe takes a MUFU wgmma_xu_factor x as long
                         busy[sp]["xu"] += m.mufu_interval * (m.wgmma_xu_factor - 1) * _taken(hgmma_windows, t)
@@ -424,7 +428,8 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                     hold[sp] = t + m.hmma_issue_cycles
                 elif steal and p not in _NO_STEAL and busy[sp]["tensor"] > t:
                     busy[sp]["tensor"] += steal
-                if m.xu_issue_steal and p != "xu" and p not in _NO_STEAL and busy[sp]["xu"] > t:
+                if m.xu_issue_steal and p != "xu" and p not in _NO_STEAL and busy[sp]["xu"] > t \
+                        and (not own_steal or xu_owner[sp] == w.wid):
                     busy[sp]["xu"] += m.xu_issue_steal  # issue beside a busy XU pipe (ceilings wgsplit3)
                 if seed and done > t + 1:  # variable latency varies: 0-4 cycles of jitter
                     done += rng.random() * JITTER

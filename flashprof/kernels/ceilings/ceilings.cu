@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
     const bool wgsplit_only = argc > 1 && std::strcmp(argv[1], "wgsplit") == 0;
     const bool wgsplit2_only = argc > 1 && std::strcmp(argv[1], "wgsplit2") == 0;
     const bool wgsplit3_only = argc > 1 && std::strcmp(argv[1], "wgsplit3") == 0;
+    const bool wgsplit4_only = argc > 1 && std::strcmp(argv[1], "wgsplit4") == 0;
     int dev_id = 0, count = 0;
     CHECK(cudaGetDeviceCount(&count));
     if (count == 0) {
@@ -90,6 +91,7 @@ int main(int argc, char** argv) {
     if (wgsplit_only) return emit_all(bench_wgmma_splits_more(dev)) ? 0 : 1;
     if (wgsplit2_only) return emit_all(bench_wgmma_splits_kinds(dev)) ? 0 : 1;
     if (wgsplit3_only) return emit_all(bench_wgmma_splits_mufu(dev)) ? 0 : 1;
+    if (wgsplit4_only) return emit_all(bench_xu_pairs(dev)) ? 0 : 1;
     if (wgmix_only) {
         const std::vector<Record> pts = bench_wgmma_mixes(dev);
         if (pts.empty()) {

@@ -446,3 +446,134 @@ inline std::vector<Record> bench_wgmma_splits(const Device& dev) {
 }
 
 }  // namespace ceilings
+
+namespace ceilings {
+
+// `ceilings wgsplit4` (issue 32): whose is the XU pipe's extra time beside other instructions?
+// wgsplit3 found an EX2 one in five among FFMAs of the same warp takes 10.75 cycles, not 8: each
+// other instruction issued while the XU works holds it about 0.65 cycles longer. Kernels with
+// two or more warps a sub-partition (FA2, kernels 1-6, kernel 7's two consumers) need to know
+// whether a neighbour warp's instructions cost the same. Three warpgroups, one warp of each per
+// sub-partition: warpgroup 1 issues 512 rounds of 8 x 16 instructions of KIND A and times them
+// (cycles); warpgroup 2 issues KIND B in rounds of 64 until every warp of warpgroup 1 is done
+// (KIND B = kWgmixNone: it exits at once) and reports its own cycles (cycles_max) and the
+// instructions it issued (cycles_2n, one warp); warpgroup 0 keeps groups of 8 SS HGMMA.64x128x16
+// on the tensor pipe, one in flight, until then (HG) or exits.
+template <int KIND>
+__device__ __forceinline__ void xu_pair_op(float (&x)[kWgmixChains], int k) {
+    const int c = k % kWgmixChains;
+    const bool ex2 = KIND == kWgmixEx2 || (KIND == kWgmixEx2Ffma4 && k % 5 == 4) || (KIND == kWgmixSoftmax && k % 5 == 4);
+    if (ex2) {
+        asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(x[c]));
+    } else if (KIND == kWgmixFmnmx || (KIND == kWgmixSoftmax && k % 5 == 3)) {
+        asm volatile("max.f32 %0, %1, %2;" : "=f"(x[c]) : "f"(-x[c]), "f"(-0.25f));
+    } else if (KIND == kWgmixSoftmax && k % 5 == 1) {
+        asm volatile("mul.rn.f32 %0, %0, %1;" : "+f"(x[c]) : "f"(-0.99951171875f));
+    } else if (KIND == kWgmixSoftmax && k % 5 == 2) {
+        asm volatile("add.rn.f32 %0, %0, %1;" : "+f"(x[c]) : "f"(0.000244140625f));
+    } else {
+        asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(x[c]) : "f"(-0.99951171875f), "f"(-0.25f));
+    }
+}
+
+template <int KA, int KB, bool HG>
+__global__ void __launch_bounds__(384) k_xu_pair(float* out, long long* cycles, int rounds) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(16) uint32_t wg_smem[];
+    __shared__ int finished;  // warps of warpgroup 1 done
+    if (threadIdx.x == 0) finished = 0;
+    float d[64];
+    const Ones o = ones_operands(wg_smem, d);
+    float x[kWgmixChains];
+#pragma unroll
+    for (int j = 0; j < kWgmixChains; ++j) x[j] = 0.5f + 0.0625f * j + 0.0009765625f * (threadIdx.x % 64);
+    __syncthreads();
+    const int wg = threadIdx.x / 128;
+    const volatile int* done = &finished;
+    long long issued = 0;
+    const long long t0 = clock64();
+    if (wg == 0) {
+        if (HG) {
+            flashprof::wgmma_fence();
+            while (*done < 4) {
+#pragma unroll
+                for (int h = 0; h < kWgmmaPerGroup; ++h) wgmma_one<false>(d, o.da, o.db, o.a);
+                flashprof::wgmma_commit();
+                flashprof::wgmma_wait<1>();
+            }
+            flashprof::wgmma_wait<0>();
+        }
+    } else if (wg == 1) {
+        for (int r = 0; r < rounds; ++r) {
+#pragma unroll
+            for (int k = 0; k < 16 * kWgmmaPerGroup; ++k) xu_pair_op<KA>(x, k);
+        }
+    } else if (KB != kWgmixNone) {
+        for (int stop = 0; !stop; issued += 64) {
+            stop = *done >= 4;  // read a round early: the load's latency hides behind the round
+#pragma unroll
+            for (int k = 0; k < 64; ++k) xu_pair_op<KB>(x, k);
+        }
+    }
+    const long long t1 = clock64();
+    if (wg == 1) {
+        __syncwarp();
+        if (threadIdx.x % 32 == 0) atomicAdd(&finished, 1);
+    }
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < 64; ++i) s += d[i];
+#pragma unroll
+    for (int j = 0; j < kWgmixChains; ++j) s += x[j];
+    out[threadIdx.x] = s;
+    if (threadIdx.x % 128 == 0) cycles[wg] = t1 - t0;
+    if (threadIdx.x == 256) cycles[3] = issued;
+#endif
+}
+
+inline const char* xu_pair_kind(int kind) {
+    return kind == kWgmixEx2Ffma4 ? "ex2ffma4" : kind == kWgmixNone ? "none" : wgmix_name(kind);
+}
+
+template <int KA, int KB, bool HG>
+inline Record bench_xu_pair(const Device& dev) {
+    Record r{std::string("xu_pair_") + xu_pair_kind(KA) + "_" + xu_pair_kind(KB) + (HG ? "_hg" : ""), "split",
+             "cycles", "cycles", 0};
+    const int rounds = 512;
+    float* d_out;
+    long long* d_c;
+    CHECK(cudaMalloc(&d_out, sizeof(float) * 384));
+    CHECK(cudaMalloc(&d_c, sizeof(long long) * 4));
+    CHECK(cudaFuncSetAttribute(k_xu_pair<KA, KB, HG>, cudaFuncAttributeMaxDynamicSharedMemorySize, dev.one_block_smem));
+    r.n = rounds;
+    r.work = 16.0 * kWgmmaPerGroup * rounds;  // instructions per warp of warpgroup 1
+    for (int rep = 0; rep <= kRepeats; ++rep) {  // rep 0: warm-up
+        CHECK(cudaMemset(d_c, 0, sizeof(long long) * 4));
+        k_xu_pair<KA, KB, HG><<<1, 384, dev.one_block_smem>>>(d_out, d_c, rounds);
+        CHECK(cudaGetLastError());
+        CHECK(cudaDeviceSynchronize());
+        const auto c = to_host(d_c, 4);
+        if (rep) {
+            r.cycles.push_back(double(c[1]));      // warpgroup 1: KIND A
+            r.cycles_max.push_back(double(c[2]));  // warpgroup 2: KIND B, until warpgroup 1 is done
+            r.cycles_2n.push_back(double(c[3]));   // warpgroup 2: instructions one warp issued
+        }
+    }
+    if (r.cycles.empty() || r.cycles[0] <= 0) r.check = "no timing recorded";
+    CHECK(cudaFree(d_out)); CHECK(cudaFree(d_c));
+    return r;
+}
+
+// `ceilings wgsplit4`: EX2 alone and beside a neighbour warp's FFMA, FMNMX or EX2; EX2 one in five
+// among FFMAs alone and beside a neighbour's FFMAs; FFMA beside FFMA; kernel 7's softmax mix
+// beside another; three of them beside running HGMMAs.
+inline std::vector<Record> bench_xu_pairs(const Device& dev) {
+    return {bench_xu_pair<kWgmixEx2, kWgmixNone, false>(dev),      bench_xu_pair<kWgmixEx2, kWgmixFfma, false>(dev),
+            bench_xu_pair<kWgmixEx2, kWgmixFmnmx, false>(dev),     bench_xu_pair<kWgmixEx2, kWgmixEx2, false>(dev),
+            bench_xu_pair<kWgmixEx2Ffma4, kWgmixNone, false>(dev), bench_xu_pair<kWgmixEx2Ffma4, kWgmixFfma, false>(dev),
+            bench_xu_pair<kWgmixFfma, kWgmixFfma, false>(dev),     bench_xu_pair<kWgmixSoftmax, kWgmixNone, false>(dev),
+            bench_xu_pair<kWgmixSoftmax, kWgmixSoftmax, false>(dev), bench_xu_pair<kWgmixEx2, kWgmixNone, true>(dev),
+            bench_xu_pair<kWgmixEx2, kWgmixFfma, true>(dev),       bench_xu_pair<kWgmixSoftmax, kWgmixSoftmax, true>(dev)};
+}
+
+}  // namespace ceilings

@@ -1,0 +1,207 @@
+"""Whose instructions slow the XU pipe (issue 32): ``ceilings wgsplit4``.
+
+``ceilings wgsplit3`` measured that a MUFU.EX2 one in five among FFMAs of the same warp holds
+the XU pipe about 0.65 cycles longer per other instruction issued while it works
+(``Machine.xu_issue_steal``). The model charged that to any warp's instruction on the
+sub-partition, which makes it large for kernels with two or more warps a sub-partition (FA2,
+kernels 1-6). ``k_xu_pair`` (flashprof/kernels/ceilings/wgmma_mix.cuh) runs one warp of KIND A
+beside a neighbour warp of KIND B on every sub-partition (and optionally HGMMAs in a third
+warpgroup): if the neighbour's instructions cost the XU pipe, the EX2 warp slows beside them.
+
+Here: the pair kernels' loops as a committed listing (``--write-sass``), the scheduler's
+prediction of every record under both scopes written before the run (``--predict``), and the
+run judged (``--judge``: which scope each record agrees with, stored as wgmma_interplay.json's
+``xu_scope`` section, which constants reads into ``Machine.xu_steal_scope``)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+from flashprof.analysis.gap.constants import SUBPARTITIONS, Machine, machine
+from flashprof.analysis.gap.controls import parse
+from flashprof.analysis.gap.data import REPO
+from flashprof.analysis.gap.scheduler import simulate
+from flashprof.analysis.gap.wgmma_interplay import RESULT, SEED, load, measurements
+from flashprof.kernels.gpus import GPUS, SHIPPED
+
+PAIR_SASS = REPO / "reports" / "sass" / "ceilings" / "xu_pair_sm_90a.sass"
+RUN = "wgsplit4.raw.jsonl"
+PREDICTIONS = RESULT.with_name("xu_pair_predictions.json")
+SCOPES = ("subpartition", "warp")
+_FN = re.compile(r"k_xu_pairILi(\d+)ELi(\d+)ELb([01])E")
+_KIND = {0: "none", 1: "ffma", 3: "ex2", 4: "fmnmx", 8: "softmax", 12: "ex2ffma4"}  # WgmixKind numbers
+_MARKER = {"ex2": "MUFU", "ex2ffma4": "MUFU", "ffma": "FFMA", "fmnmx": "FMNMX", "softmax": "FMUL"}
+_WORK = ("FFMA", "FMUL", "FADD", "FMNMX", "MUFU")
+ROUND = 128       # instructions of KIND A per round per warp (16 x kWgmmaPerGroup)
+B_PASS = 64       # instructions of KIND B per pass of its loop
+
+
+def pair_name(function: str) -> tuple[str, str, str, bool] | None:
+    """(record name, kind A, kind B, HGMMAs beside) of a ``k_xu_pair<KA, KB, HG>`` function."""
+    m = _FN.search(function or "")
+    if not m or int(m.group(1)) not in _KIND or int(m.group(2)) not in _KIND:
+        return None
+    a, b, hg = _KIND[int(m.group(1))], _KIND[int(m.group(2))], m.group(3) == "1"
+    return f"xu_pair_{a}_{b}" + ("_hg" if hg else ""), a, b, hg
+
+
+def write_sass(path: Path = PAIR_SASS) -> Path:
+    """Each warpgroup's loop of every pair kernel in the ceilings cubin (sm_90a, the venv's nvcc):
+    ``<record>@a`` (around KIND A's instruction: its loop holds twice the B loop's), ``@b`` (the
+    loop that reads the stop flag: LDS, wider than the HGMMA loop's) and ``@hgmma``."""
+    from flashprof.analysis.gap.ceilings_sass import write_listing
+
+    def loops_of(fn: str) -> list[tuple[str, str]]:
+        named = pair_name(fn)
+        if named is None:
+            return []
+        rec, a, b, hg = named
+        out = [(f"{rec}@a", _MARKER[a])]
+        if b != "none":
+            out.append((f"{rec}@b", "LDS"))
+        if hg:
+            out.append((f"{rec}@hgmma", "HGMMA"))
+        return out
+
+    return write_listing(path, "ceilings XU pair kernels (flashprof/kernels/ceilings/wgmma_mix.cuh k_xu_pair), "
+                               "sm_90a: each warpgroup's loop",
+                         "python -m flashprof.analysis.gap.xu_pair --write-sass", loops_of)
+
+
+def pair_loops(path: Path = PAIR_SASS) -> dict[str, dict[str, list]]:
+    """record name -> role (a, b, hgmma) -> loop body."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no pair SASS (python -m flashprof.analysis.gap.xu_pair --write-sass)")
+    out: dict[str, dict[str, list]] = {}
+    for fn, body in parse(path.read_text()).items():
+        rec, role = fn.split("@")
+        out.setdefault(rec, {})[role] = body
+    return out
+
+
+def _work(body) -> int:
+    return sum(1 for i in body if i.base in _WORK)
+
+
+def simulate_pair(m: Machine, name: str, loops: dict, rounds: int = 4, policy: str = "greedy") -> dict:
+    """The record ``name`` on the scheduler (one block, seed 1): ``rounds`` rounds of KIND A per
+    warp of warpgroup 1, the neighbour's loop run long enough to outlast them (``policy``: the
+    scheduler's warp choice). Returns KIND A's
+    cycles per instruction (the record's ``cycles / work``) and, with a neighbour, its
+    instructions a cycle while A runs."""
+    roles = loops[name]
+    a = roles["a"]
+    n = rounds * ROUND
+    its_a = max(1, round(n / _work(a)))
+    n = its_a * _work(a)
+    bodies, its, a_role = [a], [its_a], 0
+    if "b" in roles:
+        # the neighbour issues at most one instruction a cycle; A, starved by it, may take up
+        # to ~40 cycles an instruction (EX2: 8 alone)
+        bodies.append(roles["b"])
+        its.append(max(1, round(n * 40 / _work(roles["b"]))))
+    if "hgmma" in roles:
+        bodies.insert(0, roles["hgmma"])
+        its.insert(0, max(1, round(n * 40 / 8 / 64)))
+        a_role = 1
+    r = simulate(None, m, 1, SUBPARTITIONS * len(bodies), iterations=its, seed=SEED, roles=bodies, policy=policy)
+    ws = range(SUBPARTITIONS * a_role, SUBPARTITIONS * (a_role + 1))
+    end = max(r["finish_by_warp"][w] for w in ws)
+    out = {"a_cycles_per_inst": end / n}
+    if "b" in roles:
+        out["b_warps_finished_after_a"] = all(r["finish_by_warp"][w + SUBPARTITIONS] >= end for w in ws)
+    return out
+
+
+def predict(names=None) -> dict:
+    """Every pair record under both scopes of the XU steal (the shipped GPU's Machine otherwise),
+    with the scheduler's warp choice (greedy, measured on GH100 by ``ceilings sched``) and, for
+    the sensitivity to it, round robin (``<scope>/round_robin``)."""
+    m0 = machine(SHIPPED.model_key)
+    loops = pair_loops()
+    out = {}
+    for name in sorted(names or loops):
+        out[name] = {(s if pol == "greedy" else f"{s}/{pol}"):
+                     simulate_pair(dataclasses.replace(m0, xu_steal_scope=s), name, loops, policy=pol)["a_cycles_per_inst"]
+                     for pol in ("greedy", "round_robin") for s in SCOPES}
+    return {"xu_issue_steal": m0.xu_issue_steal, "wgmma_xu_factor": m0.wgmma_xu_factor, "records": out}
+
+
+def measured(path: Path) -> dict[str, dict]:
+    """Per record: KIND A's cycles per instruction (median over the timed launches) and the
+    neighbour's instructions a cycle (one warp)."""
+    out = {}
+    for name, r in measurements(path).items():
+        if not name.startswith("xu_pair_") or r.get("check") != "ok":
+            continue
+        row = {"a_cycles_per_inst": statistics.median(r["cycles"]) / r["work"]}
+        if r.get("cycles_max") and statistics.median(r["cycles_max"]) > 0 and statistics.median(r["cycles_2n"]) > 0:
+            row["b_inst_per_cycle"] = statistics.median(r["cycles_2n"]) / statistics.median(r["cycles_max"])
+        out[name] = row
+    return out
+
+
+def run_file() -> Path | None:
+    """The wgsplit4 run of the shipped GPU's chip (its own, else a same-chip GPU's)."""
+    for g in sorted(GPUS, key=lambda g: g.slug != SHIPPED.slug):
+        if g.chip == SHIPPED.chip and (REPO / g.reports / "wgmma_mix" / RUN).is_file():
+            return REPO / g.reports / "wgmma_mix" / RUN
+    return None
+
+
+def judge(path: Path | None = None) -> dict:
+    """The committed predictions against the run: per scope the error of every record and their
+    mean absolute error; the scope whose error is lower on the records with a neighbour warp (the
+    ones the two scopes tell apart) is the one the Machine takes."""
+    path = path or run_file()
+    if path is None:
+        raise FileNotFoundError(f"no {RUN} of the {SHIPPED.chip} chip")
+    meas = measured(path)
+    pred = json.loads(PREDICTIONS.read_text())
+    err = {s: {n: 100 * (p[s] / meas[n]["a_cycles_per_inst"] - 1) for n, p in pred["records"].items() if n in meas}
+           for s in SCOPES}
+    told = [n for n in err[SCOPES[0]] if "_none" not in n]
+    mae = {s: statistics.fmean(abs(err[s][n]) for n in told) for s in SCOPES}
+    scope = min(SCOPES, key=lambda s: mae[s])
+    return {"what": " ".join(judge.__doc__.split()), "run": str(path.relative_to(REPO)),
+            "predictions": str(PREDICTIONS.relative_to(REPO)), "predicted_at": pred.get("created"),
+            "measured": meas, "error_pct": err, "neighbour_records": told, "mae_pct": mae,
+            "xu_steal_scope": scope}
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--write-sass" in argv:
+        print(write_sass().relative_to(REPO))
+    if "--predict" in argv:
+        import datetime
+        import subprocess
+
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+        rec = {"what": "KIND A's cycles per instruction in each `ceilings wgsplit4` record, predicted by the "
+                       "scheduler under both scopes of the XU steal before the run (analysis/gap/xu_pair.py)",
+               "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"), "commit": head,
+               **predict()}
+        PREDICTIONS.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+        for n, v in rec["records"].items():
+            print(f"{n:32s} " + "  ".join(f"{s} {x:6.2f}" for s, x in v.items()))
+    if "--judge" in argv:
+        rec = judge()
+        stored = load() or {}
+        stored["xu_scope"] = {k: rec[k] for k in ("run", "predictions", "predicted_at", "mae_pct", "xu_steal_scope")}
+        stored["xu_scope"]["detail"] = rec["error_pct"]
+        RESULT.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
+        for n, v in sorted(rec["measured"].items()):
+            print(f"{n:32s} measured {v['a_cycles_per_inst']:6.2f}  " +
+                  "  ".join(f"{s} {rec['error_pct'][s].get(n, float('nan')):+6.1f} %" for s in SCOPES))
+        print(f"xu_steal_scope: {rec['xu_steal_scope']} (MAE " +
+              ", ".join(f"{s} {x:.1f} %" for s, x in rec["mae_pct"].items()) + ")")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
