@@ -137,6 +137,10 @@ class Machine:
     # 10.75 cycles, alone 8.07; the HGMMAs keep their rate), judged in
     # wgmma_interplay.mufu_candidate; 1: none.
     wgmma_xu_factor: float = 1.0
+    # Cycles from a transaction-barrier wait (SYNCS.PHASECHK.TRANS64.TRYWAIT) to its predicate,
+    # the phase already complete: ceilings wgsplit4's chain of such waits (mbar_try_wait_done,
+    # analysis/gap/xu_pair.py); 0: the next cycle.
+    mbar_wait_latency: float = 0.0
     sources: dict = field(default_factory=dict, compare=False)
     # Constants read from an entry whose source names no citation and no measurement.
     fitted: tuple = field(default=(), compare=False)
@@ -307,6 +311,19 @@ def _wgmma_interplay(path: Path, sources: dict) -> dict:
                                       f"{w.get('beside_mae_pct', float('nan')):.1f} %) = {mufu['wgmma_xu_factor']:.4g}")
         out["xu_issue_steal"] = float(mufu["xu_issue_steal"])
         out["wgmma_xu_factor"] = float(mufu["wgmma_xu_factor"])
+    sc = data.get("xu_scope") or {}
+    if sc.get("xu_steal_scope") in ("subpartition", "warp") and "xu_issue_steal" in out:
+        sources["xu_steal_scope"] = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (ceilings wgsplit4, "
+                                     f"{sc.get('run', 'wgsplit4.raw.jsonl')}: one warp's EX2 beside a neighbour's FFMA / "
+                                     f"FMNMX, predicted before the run; MAE " + ", ".join(
+                                         f"{k} {v:.1f} %" for k, v in (sc.get("mae_pct") or {}).items()) + f") = {sc['xu_steal_scope']}")
+        out["xu_steal_scope"] = sc["xu_steal_scope"]
+    mb = data.get("mbar") or {}
+    if isinstance(mb.get("mbar_wait_latency"), (int, float)) and mb["mbar_wait_latency"] > 0:
+        sources["mbar_wait_latency"] = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (ceilings wgsplit4, "
+                                        f"{mb.get('run', 'wgsplit4.raw.jsonl')}: a chain of completed-phase mbarrier waits, "
+                                        f"(cycles(2n) - cycles(n)) / n) = {mb['mbar_wait_latency']:.4g}")
+        out["mbar_wait_latency"] = float(mb["mbar_wait_latency"])
     ex = data.get("exchange") or {}
     share, steal = ex.get("wgmma_fp32_share"), ex.get("wgmma_fp32_steal")
     if ex.get("adopted") and isinstance(share, (int, float)) and 0 <= share < 1 and isinstance(steal, (int, float)):

@@ -50,7 +50,9 @@ extra counts as "dispatch". Each other instruction (not MUFU, not one the model 
 sub-partition issues while its XU pipe is busy holds that pipe ``Machine.xu_issue_steal`` cycles
 longer (0: none; ``Machine.xu_steal_scope`` "warp": only the instructions of the warp whose MUFU
 holds it); a MUFU issued while an HGMMA runs holds it ``Machine.wgmma_xu_factor`` times
-as long (1: none). A warp held only by either extra counts as "dispatch".
+as long (1: none). A warp held only by either extra counts as "dispatch". A transaction-barrier
+wait (SYNCS.PHASECHK.TRYWAIT) finds its phase complete (no producer is simulated: the TMA data
+is taken as there) and sets its predicate ``Machine.mbar_wait_latency`` cycles after issue.
 Shared memory serves one 128-byte wavefront per SM clock (LDSM.x4 / LDS.128 / STS.128 =
 4 wavefronts, times a bank-conflict factor given per kernel); completion = end of its
 wavefronts + ``smem_latency`` (LDSM on a GPU with a measured ``ldsm_latency``: a
@@ -422,6 +424,8 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                             open_group[w.wid] = max(open_group[w.wid], done)
                     else:
                         done = t + (m.smem_latency if i.base == "SHFL" else m.l1_latency)
+                if m.mbar_wait_latency and i.base == "SYNCS" and "TRYWAIT" in i.op:
+                    done = t + m.mbar_wait_latency  # a completed phase's predicate (ceilings wgsplit4)
                 if reads[w.pc]:
                     rf_free[sp] = max(rf_free[sp], t) + reads[w.pc] / m.rf_reads_per_clk
                 if p == "tensor":

@@ -145,6 +145,18 @@ def measured(path: Path) -> dict[str, dict]:
     return out
 
 
+MBAR = "mbar_try_wait_done"
+
+
+def mbar_latency(path: Path) -> float | None:
+    """Cycles per completed-phase mbarrier wait of the run's chain (cycles(2n) - cycles(n)) / n,
+    medians over the timed launches; None when the run has no such record or it failed."""
+    r = measurements(path).get(MBAR)
+    if not r or r.get("check") != "ok" or not r.get("cycles_2n") or not r.get("n"):
+        return None
+    return (statistics.median(r["cycles_2n"]) - statistics.median(r["cycles"])) / r["n"]
+
+
 def run_file() -> Path | None:
     """The wgsplit4 run of the shipped GPU's chip (its own, else a same-chip GPU's)."""
     for g in sorted(GPUS, key=lambda g: g.slug != SHIPPED.slug):
@@ -194,6 +206,10 @@ def main(argv=None) -> int:
         stored = load() or {}
         stored["xu_scope"] = {k: rec[k] for k in ("run", "predictions", "predicted_at", "mae_pct", "xu_steal_scope")}
         stored["xu_scope"]["detail"] = rec["error_pct"]
+        lat = mbar_latency(REPO / rec["run"])
+        if lat is not None:
+            stored["mbar"] = {"mbar_wait_latency": lat, "run": rec["run"], "record": MBAR}
+            print(f"mbar_wait_latency: {lat:.1f} cycles")
         RESULT.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
         for n, v in sorted(rec["measured"].items()):
             print(f"{n:32s} measured {v['a_cycles_per_inst']:6.2f}  " +

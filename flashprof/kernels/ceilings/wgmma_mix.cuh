@@ -16,6 +16,7 @@
 // 0.91 warps per issued instruction, on its FFMA / FMNMX / MUFU / uniform instructions).
 // Self-check: the accumulators against their closed form (A = B = 1: +16 per HGMMA).
 #pragma once
+#include "latency.cuh"  // ChainOut, time_chain (the mbarrier wait latency)
 #include "wgmma.cuh"
 
 namespace ceilings {
@@ -564,16 +565,129 @@ inline Record bench_xu_pair(const Device& dev) {
     return r;
 }
 
+// The latency of a transaction-barrier wait whose phase has already completed (kernel 7's
+// consumers wait so on every K and V tile: SYNCS.PHASECHK.TRANS64.TRYWAIT, then a branch on its
+// predicate): a chain of n waits by one warp, each wait's branch on the previous one's result.
+__global__ void k_lat_mbar(ChainOut* o, int n) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    __shared__ __align__(8) unsigned long long bar;
+    const uint32_t b = smem_u32(&bar);
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(b) : "memory");
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(b) : "memory");  // phase 0 done
+    }
+    __syncthreads();
+    unsigned waits = 0;
+    CEIL_CHAIN_START();
+    for (int i = 0; i < n; i += kLinkUnroll) {
+#pragma unroll
+        for (int u = 0; u < kLinkUnroll; ++u) {
+            uint32_t done = 0;
+            do {
+                asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n"
+                             "selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(b) : "memory");
+            } while (!done);
+            waits += done;
+        }
+    }
+    CEIL_CHAIN_STOP(o);
+    o->words[threadIdx.x] = waits;
+#endif
+}
+
+inline Record bench_lat_mbar() {
+    Record r{"mbar_try_wait_done", "latency", "cycles", "cycles", 0};
+    ChainOut* d_o;
+    CHECK(cudaMalloc(&d_o, sizeof(ChainOut)));
+    const int n = 4096;
+    time_chain(r, [&](int len) { k_lat_mbar<<<1, 32>>>(d_o, len); }, d_o, n);
+    const ChainOut h = to_host(d_o, 1)[0];
+    for (int l = 0; l < 32 && r.check == "ok"; ++l)
+        if (h.words[l] != unsigned(2 * n)) r.check = "lane " + std::to_string(l) + " counted " + std::to_string(h.words[l]) + " waits";
+    CHECK(cudaFree(d_o));
+    return r;
+}
+
+// How long issuing a group of 8 SS HGMMA.64x128x16 takes (kernel 7's consumers stall on dispatch
+// around their HGMMAs, where the issue model has them issue freely): per rep, after a barrier,
+// warpgroup 0 (and, WGS = 2, warpgroup 1 at the same time) issues the group and commits it
+// (cycles: the issue span of warpgroup 0's warp 0), then waits for it (cycles_2n: to the end of
+// the wait). ADV: each HGMMA's descriptors computed at run time from a per-thread value (kernel
+// 7 moves them into uniform registers with R2UR before each HGMMA), else constant.
+template <bool ADV, int WGS>
+__global__ void __launch_bounds__(256) k_wgmma_issue(float* out, long long* cycles, int reps) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(16) uint32_t wg_smem[];
+    float d[64];
+    const Ones o = ones_operands(wg_smem, d);
+    const uint64_t zero = ADV ? uint64_t(threadIdx.x >> 10) : 0;  // 0, unknown to the compiler
+    const int wg = threadIdx.x / 128;
+    for (int r = 0; r < reps; ++r) {
+        __syncthreads();
+        if (wg < WGS) {
+            flashprof::wgmma_fence();
+            const long long t0 = clock64();
+#pragma unroll
+            for (int h = 0; h < kWgmmaPerGroup; ++h) wgmma_one<false>(d, o.da + zero * h, o.db + zero * (h + 1), o.a);
+            flashprof::wgmma_commit();
+            const long long t1 = clock64();
+            flashprof::wgmma_wait<0>();
+            const long long t2 = clock64();
+            if (threadIdx.x == 0) {
+                cycles[2 * r] = t1 - t0;
+                cycles[2 * r + 1] = t2 - t0;
+            }
+        }
+    }
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < 64; ++i) s += d[i];
+    out[threadIdx.x] = s;
+#endif
+}
+
+template <bool ADV, int WGS>
+inline Record bench_wgmma_issue(const Device& dev) {
+    Record r{std::string("wgmma_issue_") + (ADV ? "adv" : "fixed") + "_wg" + std::to_string(WGS), "latency", "cycles",
+             "cycles", 0};
+    const int reps = 64;
+    float* d_out;
+    long long* d_c;
+    CHECK(cudaMalloc(&d_out, sizeof(float) * 256));
+    CHECK(cudaMalloc(&d_c, sizeof(long long) * 2 * reps));
+    CHECK(cudaFuncSetAttribute(k_wgmma_issue<ADV, WGS>, cudaFuncAttributeMaxDynamicSharedMemorySize, dev.one_block_smem));
+    k_wgmma_issue<ADV, WGS><<<1, 256, dev.one_block_smem>>>(d_out, d_c, reps);
+    CHECK(cudaGetLastError());
+    CHECK(cudaDeviceSynchronize());
+    const auto c = to_host(d_c, size_t(2) * reps);
+    for (int rep = 4; rep < reps; ++rep) {  // the first reps warm the instruction cache
+        r.cycles.push_back(double(c[2 * rep]));
+        r.cycles_2n.push_back(double(c[2 * rep + 1]));
+    }
+    r.n = reps;
+    const float want = 64.f * 16.f * kWgmmaPerGroup * reps;
+    const auto out = to_host(d_out, 128);
+    for (int i = 0; i < 128 && r.check == "ok"; ++i)
+        if (out[i] != want) r.check = "accumulators of thread " + std::to_string(i) + " sum to " + std::to_string(out[i]);
+    CHECK(cudaFree(d_out)); CHECK(cudaFree(d_c));
+    return r;
+}
+
 // `ceilings wgsplit4`: EX2 alone and beside a neighbour warp's FFMA, FMNMX or EX2; EX2 one in five
 // among FFMAs alone and beside a neighbour's FFMAs; FFMA beside FFMA; kernel 7's softmax mix
-// beside another; three of them beside running HGMMAs.
+// beside another; three of them beside running HGMMAs; the latency of a completed-phase mbarrier
+// wait; the issue span of a group of 8 HGMMAs (one or two warpgroups, constant or computed
+// descriptors).
 inline std::vector<Record> bench_xu_pairs(const Device& dev) {
     return {bench_xu_pair<kWgmixEx2, kWgmixNone, false>(dev),      bench_xu_pair<kWgmixEx2, kWgmixFfma, false>(dev),
             bench_xu_pair<kWgmixEx2, kWgmixFmnmx, false>(dev),     bench_xu_pair<kWgmixEx2, kWgmixEx2, false>(dev),
             bench_xu_pair<kWgmixEx2Ffma4, kWgmixNone, false>(dev), bench_xu_pair<kWgmixEx2Ffma4, kWgmixFfma, false>(dev),
             bench_xu_pair<kWgmixFfma, kWgmixFfma, false>(dev),     bench_xu_pair<kWgmixSoftmax, kWgmixNone, false>(dev),
             bench_xu_pair<kWgmixSoftmax, kWgmixSoftmax, false>(dev), bench_xu_pair<kWgmixEx2, kWgmixNone, true>(dev),
-            bench_xu_pair<kWgmixEx2, kWgmixFfma, true>(dev),       bench_xu_pair<kWgmixSoftmax, kWgmixSoftmax, true>(dev)};
+            bench_xu_pair<kWgmixEx2, kWgmixFfma, true>(dev),       bench_xu_pair<kWgmixSoftmax, kWgmixSoftmax, true>(dev),
+            bench_lat_mbar(),
+            bench_wgmma_issue<false, 1>(dev), bench_wgmma_issue<true, 1>(dev),
+            bench_wgmma_issue<false, 2>(dev), bench_wgmma_issue<true, 2>(dev)};
 }
 
 }  // namespace ceilings
