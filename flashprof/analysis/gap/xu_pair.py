@@ -34,6 +34,7 @@ PREDICTIONS = RESULT.with_name("xu_pair_predictions.json")
 SCOPES = ("subpartition", "warp")
 _FN = re.compile(r"k_xu_pairILi(\d+)ELi(\d+)ELb([01])E")
 _KIND = {0: "none", 1: "ffma", 3: "ex2", 4: "fmnmx", 8: "softmax", 12: "ex2ffma4"}  # WgmixKind numbers
+_ISSUE_FN = re.compile(r"k_wgmma_issueILb([01])ELi(\d+)E")
 _MARKER = {"ex2": "MUFU", "ex2ffma4": "MUFU", "ffma": "FFMA", "fmnmx": "FMNMX", "softmax": "FMUL"}
 _WORK = ("FFMA", "FMUL", "FADD", "FMNMX", "MUFU")
 ROUND = 128       # instructions of KIND A per round per warp (16 x kWgmmaPerGroup)
@@ -67,9 +68,15 @@ def write_sass(path: Path = PAIR_SASS) -> Path:
             out.append((f"{rec}@hgmma", "HGMMA"))
         return out
 
+    def loops(fn: str) -> list[tuple[str, str]]:
+        hit = _ISSUE_FN.search(fn or "")
+        if hit:
+            return [(f"wgmma_issue_{'adv' if hit.group(1) == '1' else 'fixed'}_wg{hit.group(2)}@rep", "HGMMA")]
+        return loops_of(fn)
+
     return write_listing(path, "ceilings XU pair kernels (flashprof/kernels/ceilings/wgmma_mix.cuh k_xu_pair), "
-                               "sm_90a: each warpgroup's loop",
-                         "python -m flashprof.analysis.gap.xu_pair --write-sass", loops_of)
+                               "sm_90a: each warpgroup's loop; k_wgmma_issue: its loop over reps",
+                         "python -m flashprof.analysis.gap.xu_pair --write-sass", loops)
 
 
 def pair_loops(path: Path = PAIR_SASS) -> dict[str, dict[str, list]]:
@@ -124,7 +131,7 @@ def predict(names=None) -> dict:
     m0 = machine(SHIPPED.model_key)
     loops = pair_loops()
     out = {}
-    for name in sorted(names or loops):
+    for name in sorted(names or (n for n in loops if n.startswith("xu_pair_"))):
         out[name] = {(s if pol == "greedy" else f"{s}/{pol}"):
                      simulate_pair(dataclasses.replace(m0, xu_steal_scope=s), name, loops, policy=pol)["a_cycles_per_inst"]
                      for pol in ("greedy", "round_robin") for s in SCOPES}
@@ -146,6 +153,44 @@ def measured(path: Path) -> dict[str, dict]:
 
 
 MBAR = "mbar_try_wait_done"
+
+
+def issue_spans(path: Path) -> dict[str, dict]:
+    """Per ``wgmma_issue_*`` record: the median cycles from before the first HGMMA of a group of
+    8 to after its commit (issue span) and to the end of its wait (group)."""
+    out = {}
+    for name, r in measurements(path).items():
+        if name.startswith("wgmma_issue_") and r.get("check") == "ok" and r.get("cycles"):
+            out[name] = {"issue_span": statistics.median(r["cycles"]), "group": statistics.median(r["cycles_2n"])}
+    return out
+
+
+def issue_model(m: Machine, loops: dict) -> dict[str, dict]:
+    """The same spans on the scheduler: each record's loop over reps (``@rep``), one warpgroup
+    per warpgroup the record issues from, seed 1; the span from the clock read before the first
+    HGMMA to the one after the commit, and to the one after the wait, averaged over the passes
+    after the first."""
+    out = {}
+    for rec, roles in loops.items():
+        if not rec.startswith("wgmma_issue_"):
+            continue
+        body = roles["rep"]
+        clocks = [k for k, i in enumerate(body) if i.base == "CS2R" and "CLOCK" in i.operands]
+        first = next(k for k, i in enumerate(body) if i.base == "HGMMA")
+        before = max((k for k in clocks if k < first), default=None)
+        after = [k for k in clocks if k > first]
+        if before is None or len(after) < 2:
+            continue
+        wgs = int(rec.rsplit("_wg", 1)[1])
+        at = {}
+        for k in (before, after[0], after[1]):
+            tr: dict = {}
+            simulate(list(body), m, 1, SUBPARTITIONS * wgs, 8, seed=SEED, trace=tr, trace_pc=k)
+            at[k] = tr[0]
+        span = [b - a for a, b in zip(at[before][1:], at[after[0]][1:])]
+        group = [b - a for a, b in zip(at[before][1:], at[after[1]][1:])]
+        out[rec] = {"issue_span": statistics.fmean(span), "group": statistics.fmean(group)}
+    return out
 
 
 def mbar_latency(path: Path) -> float | None:

@@ -459,7 +459,7 @@ namespace ceilings {
 // (cycles); warpgroup 2 issues KIND B in rounds of 64 until every warp of warpgroup 1 is done
 // (KIND B = kWgmixNone: it exits at once) and reports its own cycles (cycles_max) and the
 // instructions it issued (cycles_2n, one warp); warpgroup 0 keeps groups of 8 SS HGMMA.64x128x16
-// on the tensor pipe, one in flight, until then (HG) or exits.
+// on the tensor pipe, one in flight, for longer than that (HG) or exits.
 template <int KIND>
 __device__ __forceinline__ void xu_pair_op(float (&x)[kWgmixChains], int k) {
     const int c = k % kWgmixChains;
@@ -476,6 +476,10 @@ __device__ __forceinline__ void xu_pair_op(float (&x)[kWgmixChains], int k) {
         asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(x[c]) : "f"(-0.99951171875f), "f"(-0.25f));
     }
 }
+
+// HGMMA groups of warpgroup 0 (512 cycles each) per round of warpgroup 1 (128 instructions):
+// outlast it at up to 32 cycles an instruction
+constexpr int kXuPairHgmmaGroupsPerRound = 8;
 
 template <int KA, int KB, bool HG>
 __global__ void __launch_bounds__(384) k_xu_pair(float* out, long long* cycles, int rounds) {
@@ -494,9 +498,11 @@ __global__ void __launch_bounds__(384) k_xu_pair(float* out, long long* cycles, 
     long long issued = 0;
     const long long t0 = clock64();
     if (wg == 0) {
-        if (HG) {
+        if (HG) {  // a fixed count: a warpgroup's four warps must issue every HGMMA together (a
+                   // stop flag read by each warp could split them: an illegal instruction)
             flashprof::wgmma_fence();
-            while (*done < 4) {
+            // a count known only at run time: with a constant one ptxas serialises the HGMMAs
+            for (int g = 0; g < rounds * kXuPairHgmmaGroupsPerRound; ++g) {
 #pragma unroll
                 for (int h = 0; h < kWgmmaPerGroup; ++h) wgmma_one<false>(d, o.da, o.db, o.a);
                 flashprof::wgmma_commit();

@@ -1,0 +1,70 @@
+"""Whose instructions slow the XU pipe (ceilings wgsplit4, analysis/gap/xu_pair.py): the pair
+kernels' committed loops are what the static build gives, the scheduler's scope switch does what
+it says on those loops, and the predictions were written before the run."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from flashprof.analysis.gap import xu_pair as xp
+from flashprof.analysis.gap.constants import machine
+
+WORK = ("FFMA", "FMUL", "FADD", "FMNMX", "MUFU")  # the pair kernels' timed instructions
+
+
+@pytest.fixture(scope="module")
+def loops():
+    return xp.pair_loops()
+
+
+def test_the_pair_listing_is_what_the_static_build_gives(toolchain, tmp_path, loops):
+    got = xp.pair_loops(xp.write_sass(tmp_path / "pair.sass"))
+    assert set(got) == set(loops) and "xu_pair_ex2_ffma_hg" in got and "wgmma_issue_adv_wg2" in got
+    for rec, roles in loops.items():
+        for role, body in roles.items():
+            assert [(i.op, i.operands) for i in got[rec][role]] == [(i.op, i.operands) for i in body], (rec, role)
+
+
+def test_each_role_holds_its_own_instructions(loops):
+    """A's loop holds 128 of its instructions a round (or a multiple), B's 64 and the stop flag's
+    load, the HGMMA warpgroup's 8 HGMMAs; no loop holds another role's work."""
+    for rec, roles in loops.items():
+        if not rec.startswith("xu_pair_"):
+            continue
+        b, hg = rec.split("_")[3], rec.endswith("_hg")
+        work_a = sum(1 for i in roles["a"] if i.base in WORK)
+        assert work_a % 128 == 0 and all(i.base not in ("LDS", "HGMMA") for i in roles["a"]), rec
+        if b != "none":
+            assert sum(1 for i in roles["b"] if i.base in WORK) == 64 and any(i.base == "LDS" for i in roles["b"])
+            assert all(i.base != "HGMMA" for i in roles["b"])
+        assert ("hgmma" in roles) == hg
+        if hg:
+            assert sum(1 for i in roles["hgmma"] if i.base == "HGMMA") % 8 == 0
+
+
+def test_the_scope_decides_whether_a_neighbour_costs_the_xu_pipe(loops):
+    """EX2 beside a neighbour's FMNMX: under the sub-partition scope each FMNMX issued while the
+    XU works holds it longer and the EX2 warp slows by a third or more; under the warp scope the
+    neighbour costs it (almost) nothing -- and alone the two scopes agree."""
+    m = machine("h200_sxm")
+    sub, own = (dataclasses.replace(m, xu_steal_scope=s) for s in ("subpartition", "warp"))
+    alone = xp.simulate_pair(own, "xu_pair_ex2_none", loops)["a_cycles_per_inst"]
+    assert xp.simulate_pair(sub, "xu_pair_ex2_none", loops)["a_cycles_per_inst"] == pytest.approx(alone, rel=1e-9)
+    s = xp.simulate_pair(sub, "xu_pair_ex2_fmnmx", loops)
+    w = xp.simulate_pair(own, "xu_pair_ex2_fmnmx", loops)
+    assert s["a_cycles_per_inst"] > 1.3 * alone and w["a_cycles_per_inst"] < 1.1 * alone
+    assert s["b_warps_finished_after_a"] and w["b_warps_finished_after_a"]
+
+
+def test_the_predictions_came_before_the_run():
+    pred = json.loads(xp.PREDICTIONS.read_text())
+    assert set(pred["records"]) == {n for n in xp.pair_loops() if n.startswith("xu_pair_")}
+    for v in pred["records"].values():
+        assert set(v) == {"subpartition", "warp", "subpartition/round_robin", "warp/round_robin"}
+    run = xp.run_file()
+    if run is None:
+        pytest.skip("no wgsplit4 run committed")
+    side = json.loads(run.with_name("wgsplit4.json").read_text())
+    assert pred["created"] < side["created"]
