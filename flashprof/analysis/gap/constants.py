@@ -141,6 +141,10 @@ class Machine:
     # the phase already complete: ceilings wgsplit4's chain of such waits (mbar_try_wait_done,
     # analysis/gap/xu_pair.py); 0: the next cycle.
     mbar_wait_latency: float = 0.0
+    # An HGMMA issues only while the tensor pipe is booked at most this many cycles ahead (a
+    # shallow queue in front of it; a warp held so counts as "dispatch"): ceilings wgsplit4's
+    # issue spans of one and two warpgroups (analysis/gap/xu_pair.py); None: no limit.
+    wgmma_issue_backlog: float | None = None
     sources: dict = field(default_factory=dict, compare=False)
     # Constants read from an entry whose source names no citation and no measurement.
     fitted: tuple = field(default=(), compare=False)
@@ -324,6 +328,15 @@ def _wgmma_interplay(path: Path, sources: dict) -> dict:
                                         f"{mb.get('run', 'wgsplit4.raw.jsonl')}: a chain of completed-phase mbarrier waits, "
                                         f"(cycles(2n) - cycles(n)) / n) = {mb['mbar_wait_latency']:.4g}")
         out["mbar_wait_latency"] = float(mb["mbar_wait_latency"])
+    wi = data.get("wgmma_issue") or {}
+    if wi.get("adopted") and isinstance(wi.get("wgmma_issue_backlog"), (int, float)):
+        g = (wi.get("grid") or {})
+        best = g.get(f"{wi['wgmma_issue_backlog']:g}", {}).get("mae_pct", float("nan"))
+        sources["wgmma_issue_backlog"] = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (ceilings wgsplit4, "
+                                          f"{wi.get('run', 'wgsplit4.raw.jsonl')}: issue spans of a group of 8 HGMMAs, one and "
+                                          f"two warpgroups, chosen on the grid: error {best:.1f} %, unlimited "
+                                          f"{(g.get('none') or {}).get('mae_pct', float('nan')):.1f} %) = {wi['wgmma_issue_backlog']:g}")
+        out["wgmma_issue_backlog"] = float(wi["wgmma_issue_backlog"])
     ex = data.get("exchange") or {}
     share, steal = ex.get("wgmma_fp32_share"), ex.get("wgmma_fp32_steal")
     if ex.get("adopted") and isinstance(share, (int, float)) and 0 <= share < 1 and isinstance(steal, (int, float)):

@@ -60,8 +60,9 @@ STALL_GROUPS = {
     "barrier": (("barrier", "wgmma wait"), ("barrier",)),
     "not_selected": (("not selected",), ("not_selected",)),
     # an HMMA's dispatch cycles, the register-file read cap, and an FP32 instruction held back
-    # by a running HGMMA (the wgmma mix benchmark: Nsight samples those as dispatch_stall)
-    "dispatch": (("dispatch", "register file", "alu dispatch", "xu dispatch"), ("dispatch_stall",)),
+    # by a running HGMMA (the wgmma mix benchmark: Nsight samples those as dispatch_stall); an
+    # HGMMA held while the tensor pipe is booked too far ahead (Machine.wgmma_issue_backlog)
+    "dispatch": (("dispatch", "register file", "alu dispatch", "xu dispatch", "wgmma dispatch"), ("dispatch_stall",)),
 }
 STALL_METRIC = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
 

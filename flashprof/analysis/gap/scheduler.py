@@ -658,6 +658,8 @@ def _blocked(w, i, p, t, sb, groups, busy, m, starts, lsu_free, bar_release, wg_
             return "wait barrier"
     if p == "tensor" and _held(busy["tensor"], t):
         return "tensor pipe"
+    if p == "wgmma" and m.wgmma_issue_backlog is not None and busy["tensor"] > t + m.wgmma_issue_backlog:
+        return "wgmma dispatch"  # the tensor pipe booked too far ahead (Machine.wgmma_issue_backlog)
     if p == "imad" and _held(busy["fp32a"], t):
         return "fma pipe"
     if p == "fp32" and _held(min(busy["fp32a"], busy["fp32b"] if m.fp32_halves > 1 else busy["fp32a"]), t):

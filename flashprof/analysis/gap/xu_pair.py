@@ -22,10 +22,9 @@ import sys
 from pathlib import Path
 
 from flashprof.analysis.gap.constants import SUBPARTITIONS, Machine, machine
-from flashprof.analysis.gap.controls import parse
 from flashprof.analysis.gap.data import REPO
 from flashprof.analysis.gap.scheduler import simulate
-from flashprof.analysis.gap.wgmma_interplay import RESULT, SEED, load, measurements
+from flashprof.analysis.gap.wgmma_interplay import RESULT, SEED, load, measurements, split_loops
 from flashprof.kernels.gpus import GPUS, SHIPPED
 
 PAIR_SASS = REPO / "reports" / "sass" / "ceilings" / "xu_pair_sm_90a.sass"
@@ -80,14 +79,10 @@ def write_sass(path: Path = PAIR_SASS) -> Path:
 
 
 def pair_loops(path: Path = PAIR_SASS) -> dict[str, dict[str, list]]:
-    """record name -> role (a, b, hgmma) -> loop body."""
+    """record name -> role (a, b, hgmma; rep for the issue spans) -> loop body."""
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no pair SASS (python -m flashprof.analysis.gap.xu_pair --write-sass)")
-    out: dict[str, dict[str, list]] = {}
-    for fn, body in parse(path.read_text()).items():
-        rec, role = fn.split("@")
-        out.setdefault(rec, {})[role] = body
-    return out
+    return split_loops(path)
 
 
 def _work(body) -> int:
@@ -153,6 +148,28 @@ def measured(path: Path) -> dict[str, dict]:
 
 
 MBAR = "mbar_try_wait_done"
+BACKLOG_GRID = (None, 0.0, 32.0, 64.0, 96.0, 128.0, 192.0, 256.0, 384.0, 512.0, 768.0, 1024.0)
+
+
+def backlog_candidate(path: Path | None = None, m: Machine | None = None) -> dict:
+    """``Machine.wgmma_issue_backlog`` from the run's issue spans alone: on the grid (None: no
+    limit), the value whose simulated issue spans (issue_model) have the least mean absolute
+    error against the four measured ones; adopted where that error is below the unlimited
+    model's. Judged elsewhere (kernel 7's stall mix, issue_report), never chosen on it."""
+    path = path or run_file()
+    m = m or machine(SHIPPED.model_key)
+    meas = issue_spans(path)
+    loops = pair_loops()
+    grid = {}
+    for b in BACKLOG_GRID:
+        sim = issue_model(dataclasses.replace(m, wgmma_issue_backlog=b), loops)
+        grid["none" if b is None else f"{b:g}"] = {
+            "spans": {n: sim[n]["issue_span"] for n in meas if n in sim},
+            "mae_pct": statistics.fmean(100 * abs(sim[n]["issue_span"] / meas[n]["issue_span"] - 1) for n in meas if n in sim)}
+    best = min(grid, key=lambda k: grid[k]["mae_pct"])
+    return {"what": " ".join(backlog_candidate.__doc__.split()), "run": str(path.relative_to(REPO)),
+            "measured": meas, "grid": grid, "wgmma_issue_backlog": None if best == "none" else float(best),
+            "adopted": best != "none" and grid[best]["mae_pct"] < grid["none"]["mae_pct"]}
 
 
 def issue_spans(path: Path) -> dict[str, dict]:
@@ -261,6 +278,16 @@ def main(argv=None) -> int:
                   "  ".join(f"{s} {rec['error_pct'][s].get(n, float('nan')):+6.1f} %" for s in SCOPES))
         print(f"xu_steal_scope: {rec['xu_steal_scope']} (MAE " +
               ", ".join(f"{s} {x:.1f} %" for s, x in rec["mae_pct"].items()) + ")")
+    if "--backlog" in argv:
+        rec = backlog_candidate()
+        stored = load() or {}
+        stored["wgmma_issue"] = rec
+        RESULT.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
+        for n, v in sorted(rec["measured"].items()):
+            print(f"{n:24s} measured issue span {v['issue_span']:7.1f}, group {v['group']:7.1f}")
+        for k, g in rec["grid"].items():
+            print(f"  backlog {k:>6s}: MAE {g['mae_pct']:6.1f} %  " + "  ".join(f"{x:6.0f}" for x in g["spans"].values()))
+        print(f"wgmma_issue_backlog: {rec['wgmma_issue_backlog']} ({'adopted' if rec['adopted'] else 'not adopted'})")
     return 0
 
 

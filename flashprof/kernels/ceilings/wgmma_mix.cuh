@@ -312,6 +312,12 @@ namespace ceilings {
 // holds; if the HGMMAs wait, the other way round.
 // RS: the HGMMAs take A from registers (kernel 7's P x V); KIND: warpgroup 1's instruction
 // (kWgmixFfma, kWgmixFmnmx on the ALU pipe, or kWgmixSoftmax, kernel 7's softmax mix in turn).
+// The 8 independent chains a split-role warpgroup works on: distinct per lane, in [0.5, 1).
+__device__ __forceinline__ void chains_start(float (&x)[kWgmixChains]) {
+#pragma unroll
+    for (int j = 0; j < kWgmixChains; ++j) x[j] = 0.5f + 0.0625f * j + 0.0009765625f * (threadIdx.x % 64);
+}
+
 template <int K, bool HG, bool RS = false, int KIND = kWgmixFfma>
 __global__ void __launch_bounds__(128 * kWgmmaWarpgroups) k_wgmma_split(float* out, long long* cycles, int groups) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -319,8 +325,7 @@ __global__ void __launch_bounds__(128 * kWgmmaWarpgroups) k_wgmma_split(float* o
     float d[64];
     const Ones o = ones_operands(wg_smem, d);
     float x[kWgmixChains];
-#pragma unroll
-    for (int j = 0; j < kWgmixChains; ++j) x[j] = 0.5f + 0.0625f * j + 0.0009765625f * (threadIdx.x % 64);
+    chains_start(x);
     __syncthreads();
     const long long t0 = clock64();
     if (threadIdx.x < 128) {
@@ -490,8 +495,7 @@ __global__ void __launch_bounds__(384) k_xu_pair(float* out, long long* cycles, 
     float d[64];
     const Ones o = ones_operands(wg_smem, d);
     float x[kWgmixChains];
-#pragma unroll
-    for (int j = 0; j < kWgmixChains; ++j) x[j] = 0.5f + 0.0625f * j + 0.0009765625f * (threadIdx.x % 64);
+    chains_start(x);
     __syncthreads();
     const int wg = threadIdx.x / 128;
     const volatile int* done = &finished;
