@@ -11,7 +11,9 @@ warpgroup): if the neighbour's instructions cost the XU pipe, the EX2 warp slows
 Here: the pair kernels' loops as a committed listing (``--write-sass``), the scheduler's
 prediction of every record under both scopes written before the run (``--predict``), and the
 run judged (``--judge``: which scope each record agrees with, stored as wgmma_interplay.json's
-``xu_scope`` section, which constants reads into ``Machine.xu_steal_scope``)."""
+``xu_scope`` section, which constants reads into ``Machine.xu_steal_scope``; with it the
+mbarrier wait's latency, section ``mbar``; ``--backlog``: the HGMMA issue backlog, section
+``wgmma_issue``). ``--sidecar FOLDER`` writes a run's sidecar once its files are copied there."""
 from __future__ import annotations
 
 import dataclasses
@@ -247,10 +249,44 @@ def judge(path: Path | None = None) -> dict:
             "xu_steal_scope": scope}
 
 
+def write_sidecar(folder: Path, command: str = "bash devjobs/wgsplit4.sh") -> Path:
+    """The sidecar of a wgsplit4 run copied into ``folder`` (wgsplit4.raw.jsonl, the runs,
+    wgsplit4_clocks.txt): what ran, where, when it was committed here, the clocks, how far the
+    two runs agree, the predictions it is judged against, and the per-record figures."""
+    import datetime
+
+    raw = folder / RUN
+    device = next((json.loads(x) for x in raw.read_text().splitlines() if '"record": "device"' in x), {})
+    runs = sorted(folder.glob("wgsplit4.run*.raw.jsonl"))
+    spread = None
+    if len(runs) > 1:
+        a, b = measured(runs[0]), measured(runs[1])
+        common = [n for n in a if n in b]
+        spread = max((100 * abs(b[n]["a_cycles_per_inst"] / a[n]["a_cycles_per_inst"] - 1) for n in common), default=None)
+    clocks = folder / "wgsplit4_clocks.txt"
+    pred = json.loads(PREDICTIONS.read_text()) if PREDICTIONS.is_file() else {}
+    rec = {"schema": 1,
+           "what": "ceilings wgsplit4 (flashprof/kernels/ceilings/wgmma_mix.cuh bench_xu_pairs): one warp of KIND A "
+                   "beside a neighbour warp of KIND B on every sub-partition (k_xu_pair, with and without HGMMAs), a "
+                   "chain of completed-phase mbarrier waits (k_lat_mbar) and the issue span of a group of 8 HGMMAs "
+                   "(k_wgmma_issue); clock64 cycles",
+           "gpu": device.get("name"), "arch": device.get("arch"), "command": command,
+           "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
+           "clocks": clocks.read_text().strip() if clocks.is_file() else None,
+           "raw": RUN, "runs": [r.name for r in runs], "runs_max_difference_pct": spread,
+           "predicted_before": {"file": str(PREDICTIONS.relative_to(REPO)), "created": pred.get("created")},
+           "per_record": measured(raw), "issue_spans": issue_spans(raw), "mbar_wait_latency": mbar_latency(raw)}
+    out = folder / "wgsplit4.json"
+    out.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+    return out
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--write-sass" in argv:
         print(write_sass().relative_to(REPO))
+    if "--sidecar" in argv:  # --sidecar FOLDER: after copying a run into FOLDER
+        print(write_sidecar(Path(argv[argv.index("--sidecar") + 1])).relative_to(REPO))
     if "--predict" in argv:
         import datetime
         import subprocess
