@@ -318,6 +318,16 @@ __device__ __forceinline__ void chains_start(float (&x)[kWgmixChains]) {
     for (int j = 0; j < kWgmixChains; ++j) x[j] = 0.5f + 0.0625f * j + 0.0009765625f * (threadIdx.x % 64);
 }
 
+// Each thread's accumulators and chains, summed into out[thread]: keeps both kinds of work live.
+__device__ __forceinline__ void keep_live(float* out, const float (&d)[64], const float (&x)[kWgmixChains]) {
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < 64; ++i) s += d[i];
+#pragma unroll
+    for (int j = 0; j < kWgmixChains; ++j) s += x[j];
+    out[threadIdx.x] = s;
+}
+
 template <int K, bool HG, bool RS = false, int KIND = kWgmixFfma>
 __global__ void __launch_bounds__(128 * kWgmmaWarpgroups) k_wgmma_split(float* out, long long* cycles, int groups) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -368,12 +378,7 @@ __global__ void __launch_bounds__(128 * kWgmmaWarpgroups) k_wgmma_split(float* o
         }
     }
     const long long t1 = clock64();
-    float s = 0.f;
-#pragma unroll
-    for (int i = 0; i < 64; ++i) s += d[i];
-#pragma unroll
-    for (int j = 0; j < kWgmixChains; ++j) s += x[j];
-    out[threadIdx.x] = s;
+    keep_live(out, d, x);
     if (threadIdx.x % 128 == 0) cycles[threadIdx.x / 128] = t1 - t0;
 #endif
 }
@@ -531,12 +536,7 @@ __global__ void __launch_bounds__(384) k_xu_pair(float* out, long long* cycles, 
         __syncwarp();
         if (threadIdx.x % 32 == 0) atomicAdd(&finished, 1);
     }
-    float s = 0.f;
-#pragma unroll
-    for (int i = 0; i < 64; ++i) s += d[i];
-#pragma unroll
-    for (int j = 0; j < kWgmixChains; ++j) s += x[j];
-    out[threadIdx.x] = s;
+    keep_live(out, d, x);
     if (threadIdx.x % 128 == 0) cycles[wg] = t1 - t0;
     if (threadIdx.x == 256) cycles[3] = issued;
 #endif
