@@ -94,9 +94,9 @@ def _work(body) -> int:
 def simulate_pair(m: Machine, name: str, loops: dict, rounds: int = 4, policy: str = "greedy") -> dict:
     """The record ``name`` on the scheduler (one block, seed 1): ``rounds`` rounds of KIND A per
     warp of warpgroup 1, the neighbour's loop run long enough to outlast them (``policy``: the
-    scheduler's warp choice). Returns KIND A's
-    cycles per instruction (the record's ``cycles / work``) and, with a neighbour, its
-    instructions a cycle while A runs."""
+    scheduler's warp choice). Returns KIND A's cycles per instruction (the record's
+    ``cycles / work``) and, with a neighbour, whether every neighbour warp was still running when
+    A's warps finished (the simulated run covers the record's situation)."""
     roles = loops[name]
     a = roles["a"]
     n = rounds * ROUND
