@@ -15,6 +15,8 @@
 //                          tensor pipe takes two warpgroups' groups (wgmma_mix.cuh; sm_90a builds; issue 32)
 //   ceilings sched      -> which of two ready warps a scheduler issues: greedy, round robin or
 //                          fixed priority (sched.cuh; issue 32)
+//   ceilings smemshare  -> ldmatrix.x4 at full rate beside cp.async from L2, each alone and together:
+//                          whether LDGSTS writes take the shared-memory data path (smem_share.cuh)
 // Exit status: 0 if every self-check passed, 1 if any failed (the records still print),
 // 3 on a CUDA error. profiling/ceilings.py builds, runs and interprets this program.
 #include <cstring>
@@ -23,6 +25,7 @@
 #include "mio.cuh"
 #include "mix.cuh"
 #include "sched.cuh"
+#include "smem_share.cuh"
 #include "wgmma.cuh"
 #include "wgmma_mix.cuh"
 
@@ -39,6 +42,7 @@ int main(int argc, char** argv) {
     const bool wgsplit2_only = argc > 1 && std::strcmp(argv[1], "wgsplit2") == 0;
     const bool wgsplit3_only = argc > 1 && std::strcmp(argv[1], "wgsplit3") == 0;
     const bool wgsplit4_only = argc > 1 && std::strcmp(argv[1], "wgsplit4") == 0;
+    const bool smemshare_only = argc > 1 && std::strcmp(argv[1], "smemshare") == 0;
     int dev_id = 0, count = 0;
     CHECK(cudaGetDeviceCount(&count));
     if (count == 0) {
@@ -92,6 +96,7 @@ int main(int argc, char** argv) {
     if (wgsplit2_only) return emit_all(bench_wgmma_splits_kinds(dev)) ? 0 : 1;
     if (wgsplit3_only) return emit_all(bench_wgmma_splits_mufu(dev)) ? 0 : 1;
     if (wgsplit4_only) return emit_all(bench_xu_pairs(dev)) ? 0 : 1;
+    if (smemshare_only) return emit_all(bench_smem_share(dev)) ? 0 : 1;
     if (wgmix_only) {
         const std::vector<Record> pts = bench_wgmma_mixes(dev);
         if (pts.empty()) {
