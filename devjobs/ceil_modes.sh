@@ -27,7 +27,7 @@ nvidia-smi --query-gpu=clocks.sm --format=csv,noheader >> "$OUT/clocks.txt"
 # What Nsight Compute counts on the shared-memory data path for each smemshare launch (one of
 # each mode): wavefronts by op, LDGSTS and LDSM executed.
 if [[ " $* " == *" smemshare "* ]] && command -v ncu > /dev/null; then
-  timeout 150 ncu --clock-control none -k regex:k_smem_share -c 18 --csv --metrics \
+  timeout 60 ncu --clock-control none -k regex:k_smem_share -c 18 --csv --metrics \
     l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,smsp__inst_executed_op_ldgsts.sum,smsp__inst_executed_op_ldsm.sum,sm__cycles_elapsed.max \
     "$EXE" smemshare > "$OUT/smemshare_ncu.csv" 2> "$OUT/smemshare_ncu.log"
   echo "ncu exit $?"

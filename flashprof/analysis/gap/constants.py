@@ -27,6 +27,9 @@ _INTERPLAY_FIELDS = ("hmma_issue_cycles", "tensor_issue_steal", "rf_reads_per_cl
 # The FP32 cost beside a running HGMMA, from the wgmma mix microbenchmark (analysis/gap/
 # wgmma_interplay.py); HGMMA exists on sm_90a only.
 WGMMA_INTERPLAY = REPO / SHIPPED.reports / "wgmma_mix" / "wgmma_interplay.json"
+# Whether cp.async writes take the shared-memory data path: ceilings smemshare, judged in
+# analysis/gap/smem_share.py (absent: the full charge, an assumption).
+SMEM_SHARE = REPO / SHIPPED.reports / "smem_share" / "smem_share.json"
 # The GPUs the measured interplay applies to: every mma.sync architecture the model runs.
 # Measured on the H200 (GH100); on GA100 / GA102 it is the hypothesis of issue 31 (the same
 # sub-partition issue path around HMMA), applied unchanged, never fitted to their numbers.
@@ -145,6 +148,10 @@ class Machine:
     # shallow queue in front of it; a warp held so counts as "dispatch"): ceilings wgsplit4's
     # issue spans of one and two warpgroups (analysis/gap/xu_pair.py); None: no limit.
     wgmma_issue_backlog: float | None = None
+    # Share of an LDGSTS's written bytes that take the shared-memory data path (128-byte
+    # wavefronts, the path LDSM / LDS / STS use): ceilings smemshare, ldmatrix at full rate beside
+    # cp.async (analysis/gap/smem_share.py); 1.0: all of them (the assumption before it).
+    ldgsts_smem_share: float = 1.0
     sources: dict = field(default_factory=dict, compare=False)
     # Constants read from an entry whose source names no citation and no measurement.
     fitted: tuple = field(default=(), compare=False)
@@ -200,7 +207,8 @@ def traceable(source, cited) -> bool:
 
 
 def machine(gpu_key: str, gpus: dict | None = None, ceilings: Path | None = CEILINGS,
-            interplay: Path | None = INTERPLAY, wgmma_interplay: Path | None = WGMMA_INTERPLAY) -> Machine:
+            interplay: Path | None = INTERPLAY, wgmma_interplay: Path | None = WGMMA_INTERPLAY,
+            smem_share: Path | None = SMEM_SHARE) -> Machine:
     """The Machine of one gpus.json key (KeyError with the known keys if absent)."""
     gpus = gpus or load_gpus(GPUS_FILE)
     if gpu_key not in gpus["gpus"]:
@@ -234,6 +242,8 @@ def machine(gpu_key: str, gpus: dict | None = None, ceilings: Path | None = CEIL
         fields.update(_interplay(Path(interplay), fields["sources"], None if g["arch"] == "sm_90" else g["name"]))
     if g["arch"] == "sm_90" and wgmma_interplay is not None and Path(wgmma_interplay).is_file():
         fields.update(_wgmma_interplay(Path(wgmma_interplay), fields["sources"]))
+    if g["arch"] in INTERPLAY_ARCHS and smem_share is not None and Path(smem_share).is_file():
+        fields.update(_smem_share(Path(smem_share), fields["sources"], None if g["arch"] == "sm_90" else g["name"]))
     read = {n: g[n].get("source") if isinstance(g[n], dict) else None for n in READ}
     read.update(fields["sources"])
     fields["fitted"] = tuple(sorted(n for n, src in read.items() if not traceable(src, gpus.get("sources", {}))))
@@ -284,6 +294,23 @@ def _interplay(path: Path, sources: dict, assumed_for: str | None = None) -> dic
                              + (f"; on the H200, assumed unchanged for the {assumed_for} (not measured there)"
                                 if assumed_for else ""))
     return out
+
+
+def _smem_share(path: Path, sources: dict, assumed_for: str | None = None) -> dict:
+    """ldgsts_smem_share as judged from ceilings smemshare (analysis/gap/smem_share.py);
+    ``assumed_for``: a GPU it is carried to unmeasured (the same SM data path as issue 31's
+    hypothesis; its source says so)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    v = data.get("ldgsts_smem_share")
+    if not (isinstance(v, (int, float)) and math.isfinite(v) and 0 <= v <= 1):
+        return {}
+    sources["ldgsts_smem_share"] = (f"{data.get('source', 'measured: ' + path.name)} = {v:g}"
+                                    + (f"; on the H200, assumed unchanged for the {assumed_for} (not measured there)"
+                                       if assumed_for else ""))
+    return {"ldgsts_smem_share": float(v)}
 
 
 def _wgmma_interplay(path: Path, sources: dict) -> dict:

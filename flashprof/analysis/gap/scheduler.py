@@ -54,7 +54,8 @@ as long (1: none). A warp held only by either extra counts as "dispatch". A tran
 wait (SYNCS.PHASECHK.TRYWAIT) finds its phase complete (no producer is simulated: the TMA data
 is taken as there) and sets its predicate ``Machine.mbar_wait_latency`` cycles after issue.
 Shared memory serves one 128-byte wavefront per SM clock (LDSM.x4 / LDS.128 / STS.128 =
-4 wavefronts, times a bank-conflict factor given per kernel); completion = end of its
+4 wavefronts, times a bank-conflict factor given per kernel; LDGSTS.128 4 times
+``Machine.ldgsts_smem_share``, the share of its written bytes that take that path); completion = end of its
 wavefronts + ``smem_latency`` (LDSM on a GPU with a measured ``ldsm_latency``: a
 conflict-free x4 completes ``ldsm_latency`` after its start). LDGSTS completes after ``l2_latency``, and where the
 GPU has a measured L2 bandwidth (``l2_bytes_per_clk_sm``) its bytes first queue on the SM's
@@ -405,7 +406,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                     lsu_free = max(lsu_free, t) + 1.0 / m.lsu_per_clk_sm
                     if p == "smem":
                         start = max(t, smem_free)
-                        wf = waves[w.pc] * (conflict if i.base != "LDGSTS" else 1.0)
+                        wf = waves[w.pc] * (conflict if i.base != "LDGSTS" else m.ldgsts_smem_share)
                         if smem_windows:
                             wf /= max(0.05, 1.0 - _taken(smem_windows, start))
                         smem_free = start + wf
