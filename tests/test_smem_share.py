@@ -36,6 +36,12 @@ def test_the_share_is_the_readers_loss_over_the_fillers_bytes(tmp_path):
     written = statistics.median(g / c for c in fill_beside)
     assert got["share"] == pytest.approx(lost / written, rel=1e-12)
     assert 0.75 < got["share"] < 0.9  # 128 - 105 B/clk lost over 27 B/clk written
+    # the sidecar of that folder: the device, the clocks, the runs beside the raw file, the same share
+    (tmp_path / "smemshare.run1.raw.jsonl").write_text(raw.read_text())
+    (tmp_path / "smemshare_clocks.txt").write_text("X, 1, 1980 MHz, 1980 MHz\n")
+    side = json.loads(ss.write_sidecar(tmp_path).read_text())
+    assert side["gpu"] == "X" and side["runs"] == ["smemshare.run1.raw.jsonl"] and side["clocks"].endswith("MHz")
+    assert side["result"]["share"] == side["per_run"][0]["share"] == got["share"]
     # a missing record or a failed self-check gives no share, and says why
     raw.write_text(raw.read_text().replace('"check": "ok"}', '"check": "bad"}', 1))
     assert ss.share(ss.rates(raw))["share"] is None and "missing" in ss.share(ss.rates(raw))["why"]

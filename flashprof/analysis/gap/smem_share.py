@@ -22,6 +22,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from flashprof.analysis.gap.ceil_run import sidecar_head
 from flashprof.analysis.gap.data import REPO
 from flashprof.kernels.gpus import SHIPPED
 
@@ -83,22 +84,12 @@ def report_wavefronts(paths) -> list[dict]:
 
 
 def write_sidecar(folder: Path, command: str = "bash devjobs/ceil_modes.sh smemshare") -> Path:
-    import datetime
-
-    raw = folder / RUN
-    device = next((json.loads(x) for x in raw.read_text().splitlines() if '"record": "device"' in x), {})
-    runs = sorted(folder.glob("smemshare.run*.raw.jsonl"))
-    per_run = [share(rates(r)) for r in runs]
-    clocks = folder / "smemshare_clocks.txt"
-    rec = {"schema": 1,
-           "what": "ceilings smemshare (flashprof/kernels/ceilings/smem_share.cuh): 8 warps of ldmatrix.x4 at full "
-                   "rate and 8 warps of cp.async 16 B from an L2-resident slice, one block per SM, each alone and "
-                   "together; B/clk/SM from clock64 spans, median over SMs per launch, 5 launches after a warm-up",
-           "gpu": device.get("name"), "arch": device.get("arch"), "command": command,
-           "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
-           "clocks": clocks.read_text().strip() if clocks.is_file() else None,
-           "raw": RUN, "runs": [r.name for r in runs], "per_run": per_run,
-           "rates": rates(raw), "result": share(rates(raw))}
+    rec = sidecar_head(folder, "smemshare", "ceilings smemshare (flashprof/kernels/ceilings/smem_share.cuh): 8 warps of "
+                       "ldmatrix.x4 at full rate and 8 warps of cp.async 16 B from an L2-resident slice, one block per "
+                       "SM, each alone and together; B/clk/SM from clock64 spans, median over SMs per launch, 5 "
+                       "launches after a warm-up", command)
+    r = rates(folder / RUN)
+    rec.update(per_run=[share(rates(folder / n)) for n in rec["runs"]], rates=r, result=share(r))
     out = folder / "smemshare.json"
     out.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
     return out

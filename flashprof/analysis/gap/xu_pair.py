@@ -23,6 +23,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from flashprof.analysis.gap.ceil_run import sidecar_head
 from flashprof.analysis.gap.constants import SUBPARTITIONS, Machine, machine
 from flashprof.analysis.gap.data import REPO
 from flashprof.analysis.gap.scheduler import simulate
@@ -253,29 +254,21 @@ def write_sidecar(folder: Path, command: str = "bash devjobs/wgsplit4.sh") -> Pa
     """The sidecar of a wgsplit4 run copied into ``folder`` (wgsplit4.raw.jsonl, the runs,
     wgsplit4_clocks.txt): what ran, where, when it was committed here, the clocks, how far the
     two runs agree, the predictions it is judged against, and the per-record figures."""
-    import datetime
-
     raw = folder / RUN
-    device = next((json.loads(x) for x in raw.read_text().splitlines() if '"record": "device"' in x), {})
     runs = sorted(folder.glob("wgsplit4.run*.raw.jsonl"))
     spread = None
     if len(runs) > 1:
         a, b = measured(runs[0]), measured(runs[1])
         common = [n for n in a if n in b]
         spread = max((100 * abs(b[n]["a_cycles_per_inst"] / a[n]["a_cycles_per_inst"] - 1) for n in common), default=None)
-    clocks = folder / "wgsplit4_clocks.txt"
     pred = json.loads(PREDICTIONS.read_text()) if PREDICTIONS.is_file() else {}
-    rec = {"schema": 1,
-           "what": "ceilings wgsplit4 (flashprof/kernels/ceilings/wgmma_mix.cuh bench_xu_pairs): one warp of KIND A "
-                   "beside a neighbour warp of KIND B on every sub-partition (k_xu_pair, with and without HGMMAs), a "
-                   "chain of completed-phase mbarrier waits (k_lat_mbar) and the issue span of a group of 8 HGMMAs "
-                   "(k_wgmma_issue); clock64 cycles",
-           "gpu": device.get("name"), "arch": device.get("arch"), "command": command,
-           "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
-           "clocks": clocks.read_text().strip() if clocks.is_file() else None,
-           "raw": RUN, "runs": [r.name for r in runs], "runs_max_difference_pct": spread,
-           "predicted_before": {"file": str(PREDICTIONS.relative_to(REPO)), "created": pred.get("created")},
-           "per_record": measured(raw), "issue_spans": issue_spans(raw), "mbar_wait_latency": mbar_latency(raw)}
+    rec = sidecar_head(folder, "wgsplit4", "ceilings wgsplit4 (flashprof/kernels/ceilings/wgmma_mix.cuh bench_xu_pairs): "
+                       "one warp of KIND A beside a neighbour warp of KIND B on every sub-partition (k_xu_pair, with and "
+                       "without HGMMAs), a chain of completed-phase mbarrier waits (k_lat_mbar) and the issue span of a "
+                       "group of 8 HGMMAs (k_wgmma_issue); clock64 cycles", command)
+    rec.update(runs_max_difference_pct=spread,
+               predicted_before={"file": str(PREDICTIONS.relative_to(REPO)), "created": pred.get("created")},
+               per_record=measured(raw), issue_spans=issue_spans(raw), mbar_wait_latency=mbar_latency(raw))
     out = folder / "wgsplit4.json"
     out.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
     return out
