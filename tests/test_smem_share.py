@@ -89,11 +89,11 @@ def test_the_scheduler_charges_ldgsts_wavefronts_by_the_share():
 
 
 def test_the_committed_run_judges_the_share():
-    side = ss.FOLDER / "smemshare.json"
-    if not (side.is_file() and ss.RESULT.is_file()):
+    folder = ss.run_folder()
+    if folder is None or not ss.RESULT.is_file():
         pytest.skip("ceilings smemshare has not been run and committed yet")
-    rec = json.loads(side.read_text())
-    again = ss.share(ss.rates(ss.FOLDER / rec["raw"]))
+    rec = json.loads((folder / "smemshare.json").read_text())
+    again = ss.share(ss.rates(folder / rec["raw"]))
     assert again["share"] == pytest.approx(rec["result"]["share"], rel=1e-12)
     judged = json.loads(ss.RESULT.read_text())["ldgsts_smem_share"]
     assert judged == round(min(1.0, max(0.0, again["share"])), 2)

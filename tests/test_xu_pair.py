@@ -11,7 +11,7 @@ import pytest
 from flashprof.analysis.gap import xu_pair as xp
 from flashprof.analysis.gap.constants import machine
 
-WORK = ("FFMA", "FMUL", "FADD", "FMNMX", "MUFU")  # the pair kernels' timed instructions
+WORK = ("FFMA", "FMUL", "FADD", "FMNMX", "MUFU", "IMAD")  # the pair kernels' timed instructions
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,9 @@ def test_each_role_holds_its_own_instructions(loops):
         work_a = sum(1 for i in roles["a"] if i.base in WORK)
         assert work_a % 128 == 0 and all(i.base not in ("LDS", "HGMMA") for i in roles["a"]), rec
         if b != "none":
-            assert sum(1 for i in roles["b"] if i.base in WORK) == 64 and any(i.base == "LDS" for i in roles["b"])
+            # an IMAD is B's work only where B is the IMAD chain (elsewhere ptxas may use one for the loop)
+            work_b = sum(1 for i in roles["b"] if i.base in WORK and (i.base != "IMAD" or b == "imad"))
+            assert work_b == 64 and any(i.base == "LDS" for i in roles["b"]), rec
             assert all(i.base != "HGMMA" for i in roles["b"])
         assert ("hgmma" in roles) == hg
         if hg:
@@ -60,7 +62,8 @@ def test_the_scope_decides_whether_a_neighbour_costs_the_xu_pipe(loops):
 
 def test_the_predictions_came_before_the_run():
     pred = json.loads(xp.PREDICTIONS.read_text())
-    assert set(pred["records"]) == {n for n in xp.pair_loops() if n.startswith("xu_pair_")}
+    pairs = {n for n in xp.pair_loops() if n.startswith("xu_pair_")}
+    assert set(pred["records"]) <= pairs and "xu_pair_ex2_fmnmx" in pred["records"]
     for v in pred["records"].values():
         assert set(v) == {"subpartition", "warp", "subpartition/round_robin", "warp/round_robin"}
     run = xp.run_file()
@@ -68,3 +71,20 @@ def test_the_predictions_came_before_the_run():
         pytest.skip("no wgsplit4 run committed")
     side = json.loads(run.with_name("wgsplit4.json").read_text())
     assert pred["created"] < side["created"]
+    assert set(xp.measured(run)) <= set(pred["records"])
+
+
+def test_the_wgsplit5_predictions_came_before_its_run():
+    """Four scopes, both warp choices, for every wgsplit5 record, written before the run."""
+    pred = json.loads(xp.PREDICTIONS5.read_text())
+    assert set(pred["records"]) == set(xp.RECORDS5) <= set(xp.pair_loops())
+    want = {*xp.SCOPES5, *(f"{s}/round_robin" for s in xp.SCOPES5)}
+    assert all(set(v) == want for v in pred["records"].values())
+    run = xp.run_file(xp.RUN5)
+    if run is None:
+        pytest.skip("no wgsplit5 run committed")
+    side = json.loads(run.with_name("wgsplit5.json").read_text())
+    assert pred["created"] < side["created"]
+    assert set(xp.measured(run)) == set(xp.RECORDS5)
+
+

@@ -133,8 +133,10 @@ class Machine:
     # an EX2, alone 8.0), judged in wgmma_interplay.mufu_candidate; 0: none.
     xu_issue_steal: float = 0.0
     # Whose instructions cost the XU pipe that extra time: "subpartition" (any warp's issued on
-    # the sub-partition) or "warp" (only the warp whose MUFU holds the pipe): decided by ceilings
-    # wgsplit4, a neighbour warp's FFMA / FMNMX beside one warp's EX2 (analysis/gap/xu_pair.py).
+    # the sub-partition), "warp" (only the warp whose MUFU holds the pipe), "fp32" / "fma" (that
+    # warp's, and the other warps' FP32-pipe / FP32-pipe and IMAD ones): decided by ceilings
+    # wgsplit4 and wgsplit5, a neighbour warp's FFMA / FMNMX / FADD / FMUL / IMAD beside one
+    # warp's EX2 (analysis/gap/xu_pair.py).
     xu_steal_scope: str = "subpartition"
     # How much longer a MUFU holds the XU pipe while an HGMMA runs (wgsplit3: EX2 beside SS HGMMAs
     # 10.75 cycles, alone 8.07; the HGMMAs keep their rate), judged in
@@ -343,7 +345,7 @@ def _wgmma_interplay(path: Path, sources: dict) -> dict:
         out["xu_issue_steal"] = float(mufu["xu_issue_steal"])
         out["wgmma_xu_factor"] = float(mufu["wgmma_xu_factor"])
     sc = data.get("xu_scope") or {}
-    if sc.get("xu_steal_scope") in ("subpartition", "warp") and "xu_issue_steal" in out:
+    if sc.get("xu_steal_scope") in ("subpartition", "warp", "fp32", "fma") and "xu_issue_steal" in out:
         sources["xu_steal_scope"] = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (ceilings wgsplit4, "
                                      f"{sc.get('run', 'wgsplit4.raw.jsonl')}: one warp's EX2 beside a neighbour's FFMA / "
                                      f"FMNMX, predicted before the run; MAE " + ", ".join(

@@ -49,7 +49,7 @@ integer / compare instruction (the ALU pipe) issued while one runs holds its pip
 extra counts as "dispatch". Each other instruction (not MUFU, not one the model issues free) a
 sub-partition issues while its XU pipe is busy holds that pipe ``Machine.xu_issue_steal`` cycles
 longer (0: none; ``Machine.xu_steal_scope`` "warp": only the instructions of the warp whose MUFU
-holds it); a MUFU issued while an HGMMA runs holds it ``Machine.wgmma_xu_factor`` times
+holds it; "fp32" / "fma": that warp's, and the other warps' FP32-pipe (and IMAD) ones); a MUFU issued while an HGMMA runs holds it ``Machine.wgmma_xu_factor`` times
 as long (1: none). A warp held only by either extra counts as "dispatch". A transaction-barrier
 wait (SYNCS.PHASECHK.TRYWAIT) finds its phase complete (no producer is simulated: the TMA data
 is taken as there) and sets its predicate ``Machine.mbar_wait_latency`` cycles after issue.
@@ -93,6 +93,8 @@ ALU_OPS = {"FMNMX", "FSETP", "FSEL", "FCHK", "FSET", "ISETP", "IADD3", "IADD", "
 # Instructions that cost the tensor pipe nothing when issued beside a running HMMA
 # (tensor_issue_steal): the tensor instructions themselves and those the model issues free.
 _NO_STEAL = ("tensor", "none", "wgmma", "wgmma_ctl")
+# Machine.xu_steal_scope -> the other warps' pipes whose issue holds a busy XU (None: every pipe)
+XU_STEAL_PIPES = {"subpartition": None, "warp": (), "fp32": ("fp32",), "fma": ("fp32", "imad")}
 JITTER = 4.0  # cycles; an assumption (see simulate), not a fitted value
 
 
@@ -313,7 +315,8 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     last = [None] * SUBPARTITIONS
     hold = [0.0] * SUBPARTITIONS               # no issue before this cycle (an HMMA's dispatch)
     xu_owner = [None] * SUBPARTITIONS           # the warp whose MUFU issued last on the XU pipe
-    own_steal = m.xu_steal_scope == "warp"
+    # other warps' pipes that hold a busy XU (xu_steal_scope); the MUFU's own warp: every pipe
+    others_steal = XU_STEAL_PIPES[m.xu_steal_scope]
     # measured beside HMMA only (mma_mix); beside HGMMA it is Machine.wgmma_issue_steal
     steal = m.wgmma_issue_steal if shapes else m.tensor_issue_steal
     finish = {}
@@ -434,7 +437,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                 elif steal and p not in _NO_STEAL and busy[sp]["tensor"] > t:
                     busy[sp]["tensor"] += steal
                 if m.xu_issue_steal and p != "xu" and p not in _NO_STEAL and busy[sp]["xu"] > t \
-                        and (not own_steal or xu_owner[sp] == w.wid):
+                        and (xu_owner[sp] == w.wid or others_steal is None or p in others_steal):
                     busy[sp]["xu"] += m.xu_issue_steal  # issue beside a busy XU pipe (ceilings wgsplit3)
                 if seed and done > t + 1:  # variable latency varies: 0-4 cycles of jitter
                     done += rng.random() * JITTER

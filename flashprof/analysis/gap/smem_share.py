@@ -24,7 +24,7 @@ from pathlib import Path
 
 from flashprof.analysis.gap.ceil_run import sidecar_head
 from flashprof.analysis.gap.data import REPO
-from flashprof.kernels.gpus import SHIPPED
+from flashprof.kernels.gpus import GPUS, SHIPPED
 
 FOLDER = REPO / SHIPPED.reports / "smem_share"
 RUN = "smemshare.raw.jsonl"
@@ -95,14 +95,27 @@ def write_sidecar(folder: Path, command: str = "bash devjobs/ceil_modes.sh smems
     return out
 
 
-def judge(folder: Path = FOLDER) -> dict:
+def run_folder() -> Path | None:
+    """The folder of the shipped GPU's smemshare run: its own, else a same-chip GPU's (the share
+    is a property of the SM, which the H100 and H200 share)."""
+    for g in sorted(GPUS, key=lambda g: g.slug != SHIPPED.slug):
+        if g.chip == SHIPPED.chip and (REPO / g.reports / "smem_share" / "smemshare.json").is_file():
+            return REPO / g.reports / "smem_share"
+    return None
+
+
+def judge(folder: Path | None = None) -> dict:
     """The share the model uses: the run's, clamped to [0, 1], with the two runs' range."""
+    folder = folder or run_folder()
+    if folder is None:
+        raise FileNotFoundError(f"no smemshare.json of the {SHIPPED.chip} chip")
     side = json.loads((folder / "smemshare.json").read_text())
     s = side["result"].get("share")
     runs = [r.get("share") for r in side.get("per_run", []) if r.get("share") is not None]
     rec = {"what": " ".join(share.__doc__.split()), "source": f"measured: {folder.relative_to(REPO)}/smemshare.json "
            f"({side.get('gpu')}, {side.get('created')})", "measured_share": s, "runs": runs,
            "ldgsts_smem_share": None if s is None else round(min(1.0, max(0.0, s)), 2)}
+    RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
     return rec
 
@@ -110,7 +123,7 @@ def judge(folder: Path = FOLDER) -> dict:
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--sidecar" in argv:
-        print(write_sidecar(Path(argv[argv.index("--sidecar") + 1])).relative_to(REPO))
+        print(write_sidecar(Path(argv[argv.index("--sidecar") + 1]).resolve()).relative_to(REPO))
     if "--judge" in argv:
         print(json.dumps(judge(), indent=1))
     if "--reports" in argv:

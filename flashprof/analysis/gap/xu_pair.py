@@ -34,11 +34,22 @@ PAIR_SASS = REPO / "reports" / "sass" / "ceilings" / "xu_pair_sm_90a.sass"
 RUN = "wgsplit4.raw.jsonl"
 PREDICTIONS = RESULT.with_name("xu_pair_predictions.json")
 SCOPES = ("subpartition", "warp")
+# ceilings wgsplit5: the neighbour's pipe (FADD, FMUL, IMAD beside EX2; FFMA and FMNMX again)
+RUN5 = "wgsplit5.raw.jsonl"
+PREDICTIONS5 = RESULT.with_name("xu_pair5_predictions.json")
+SCOPES5 = ("subpartition", "warp", "fp32", "fma")
+RECORDS5 = ("xu_pair_ex2_none", "xu_pair_ex2_fadd", "xu_pair_ex2_fmul", "xu_pair_ex2_imad", "xu_pair_ex2_ffma",
+            "xu_pair_ex2_fmnmx")
+# wgsplit5 is judged under round robin: in wgsplit4 the greedy choice starved the EX2 warp beside
+# FFMA under every scope (40 cycles an EX2 predicted, 16.65 measured), round robin did not
+POLICY5 = "round_robin"
 _FN = re.compile(r"k_xu_pairILi(\d+)ELi(\d+)ELb([01])E")
-_KIND = {0: "none", 1: "ffma", 3: "ex2", 4: "fmnmx", 8: "softmax", 12: "ex2ffma4"}  # WgmixKind numbers
+_KIND = {0: "none", 1: "ffma", 2: "imad", 3: "ex2", 4: "fmnmx", 7: "fadd", 8: "softmax", 12: "ex2ffma4",
+         13: "fmul"}  # WgmixKind numbers
 _ISSUE_FN = re.compile(r"k_wgmma_issueILb([01])ELi(\d+)E")
-_MARKER = {"ex2": "MUFU", "ex2ffma4": "MUFU", "ffma": "FFMA", "fmnmx": "FMNMX", "softmax": "FMUL"}
-_WORK = ("FFMA", "FMUL", "FADD", "FMNMX", "MUFU")
+_MARKER = {"ex2": "MUFU", "ex2ffma4": "MUFU", "ffma": "FFMA", "fmnmx": "FMNMX", "softmax": "FMUL", "fadd": "FADD",
+           "fmul": "FMUL", "imad": "IMAD"}
+_WORK = ("FFMA", "FMUL", "FADD", "FMNMX", "MUFU", "IMAD")
 ROUND = 128       # instructions of KIND A per round per warp (16 x kWgmmaPerGroup)
 B_PASS = 64       # instructions of KIND B per pass of its loop
 
@@ -122,8 +133,8 @@ def simulate_pair(m: Machine, name: str, loops: dict, rounds: int = 4, policy: s
     return out
 
 
-def predict(names=None) -> dict:
-    """Every pair record under both scopes of the XU steal (the shipped GPU's Machine otherwise),
+def predict(names=None, scopes=SCOPES) -> dict:
+    """Every pair record under each scope of the XU steal (the shipped GPU's Machine otherwise),
     with the scheduler's warp choice (greedy, measured on GH100 by ``ceilings sched``) and, for
     the sensitivity to it, round robin (``<scope>/round_robin``)."""
     m0 = machine(SHIPPED.model_key)
@@ -132,7 +143,7 @@ def predict(names=None) -> dict:
     for name in sorted(names or (n for n in loops if n.startswith("xu_pair_"))):
         out[name] = {(s if pol == "greedy" else f"{s}/{pol}"):
                      simulate_pair(dataclasses.replace(m0, xu_steal_scope=s), name, loops, policy=pol)["a_cycles_per_inst"]
-                     for pol in ("greedy", "round_robin") for s in SCOPES}
+                     for pol in ("greedy", "round_robin") for s in scopes}
     return {"xu_issue_steal": m0.xu_issue_steal, "wgmma_xu_factor": m0.wgmma_xu_factor, "records": out}
 
 
@@ -222,54 +233,71 @@ def mbar_latency(path: Path) -> float | None:
     return (statistics.median(r["cycles_2n"]) - statistics.median(r["cycles"])) / r["n"]
 
 
-def run_file() -> Path | None:
-    """The wgsplit4 run of the shipped GPU's chip (its own, else a same-chip GPU's)."""
+def run_file(run: str = RUN) -> Path | None:
+    """A wgsplit4 / wgsplit5 run of the shipped GPU's chip (its own, else a same-chip GPU's)."""
     for g in sorted(GPUS, key=lambda g: g.slug != SHIPPED.slug):
-        if g.chip == SHIPPED.chip and (REPO / g.reports / "wgmma_mix" / RUN).is_file():
-            return REPO / g.reports / "wgmma_mix" / RUN
+        if g.chip == SHIPPED.chip and (REPO / g.reports / "wgmma_mix" / run).is_file():
+            return REPO / g.reports / "wgmma_mix" / run
     return None
 
 
-def judge(path: Path | None = None) -> dict:
+def judge(path: Path | None = None, predictions: Path = PREDICTIONS, scopes=SCOPES, policy: str = "greedy") -> dict:
     """The committed predictions against the run: per scope the error of every record and their
     mean absolute error; the scope whose error is lower on the records with a neighbour warp (the
-    ones the two scopes tell apart) is the one the Machine takes."""
+    ones the scopes tell apart) is the one the Machine takes. wgsplit4: both scopes, the greedy
+    warp choice; wgsplit5 (``judge5``): four scopes, round robin."""
     path = path or run_file()
     if path is None:
         raise FileNotFoundError(f"no {RUN} of the {SHIPPED.chip} chip")
     meas = measured(path)
-    pred = json.loads(PREDICTIONS.read_text())
-    err = {s: {n: 100 * (p[s] / meas[n]["a_cycles_per_inst"] - 1) for n, p in pred["records"].items() if n in meas}
-           for s in SCOPES}
-    told = [n for n in err[SCOPES[0]] if "_none" not in n]
-    mae = {s: statistics.fmean(abs(err[s][n]) for n in told) for s in SCOPES}
-    scope = min(SCOPES, key=lambda s: mae[s])
+    pred = json.loads(predictions.read_text())
+    key = lambda s: s if policy == "greedy" else f"{s}/{policy}"
+    err = {s: {n: 100 * (p[key(s)] / meas[n]["a_cycles_per_inst"] - 1) for n, p in pred["records"].items() if n in meas}
+           for s in scopes}
+    told = [n for n in err[scopes[0]] if "_none" not in n]
+    mae = {s: statistics.fmean(abs(err[s][n]) for n in told) for s in scopes}
+    scope = min(scopes, key=lambda s: mae[s])
     return {"what": " ".join(judge.__doc__.split()), "run": str(path.relative_to(REPO)),
-            "predictions": str(PREDICTIONS.relative_to(REPO)), "predicted_at": pred.get("created"),
-            "measured": meas, "error_pct": err, "neighbour_records": told, "mae_pct": mae,
+            "predictions": str(predictions.relative_to(REPO)), "predicted_at": pred.get("created"),
+            "policy": policy, "measured": meas, "error_pct": err, "neighbour_records": told, "mae_pct": mae,
             "xu_steal_scope": scope}
 
 
-def write_sidecar(folder: Path, command: str = "bash devjobs/wgsplit4.sh") -> Path:
-    """The sidecar of a wgsplit4 run copied into ``folder`` (wgsplit4.raw.jsonl, the runs,
-    wgsplit4_clocks.txt): what ran, where, when it was committed here, the clocks, how far the
-    two runs agree, the predictions it is judged against, and the per-record figures."""
-    raw = folder / RUN
-    runs = sorted(folder.glob("wgsplit4.run*.raw.jsonl"))
+def judge5(path: Path | None = None) -> dict:
+    """wgsplit5 against its predictions (four scopes, round robin)."""
+    path = path or run_file(RUN5)
+    if path is None:
+        raise FileNotFoundError(f"no {RUN5} of the {SHIPPED.chip} chip")
+    return judge(path, PREDICTIONS5, SCOPES5, POLICY5)
+
+
+_WHAT = {"wgsplit4": "ceilings wgsplit4 (flashprof/kernels/ceilings/wgmma_mix.cuh bench_xu_pairs): one warp of KIND A "
+                    "beside a neighbour warp of KIND B on every sub-partition (k_xu_pair, with and without HGMMAs), a "
+                    "chain of completed-phase mbarrier waits (k_lat_mbar) and the issue span of a group of 8 HGMMAs "
+                    "(k_wgmma_issue); clock64 cycles",
+         "wgsplit5": "ceilings wgsplit5 (flashprof/kernels/ceilings/wgmma_mix.cuh bench_xu_pairs5): one warp of EX2 "
+                    "beside a neighbour warp of FADD, FMUL, IMAD, FFMA or FMNMX on every sub-partition (k_xu_pair), and "
+                    "the chain of completed-phase mbarrier waits (k_lat_mbar) with its count fixed; clock64 cycles"}
+
+
+def write_sidecar(folder: Path, mode: str = "wgsplit4", command: str | None = None) -> Path:
+    """The sidecar of a wgsplit4 / wgsplit5 run copied into ``folder`` (<mode>.raw.jsonl, the
+    runs, <mode>_clocks.txt): what ran, where, when it was committed here, the clocks, how far
+    the two runs agree, the predictions it is judged against, and the per-record figures."""
+    raw = folder / f"{mode}.raw.jsonl"
+    runs = sorted(folder.glob(f"{mode}.run*.raw.jsonl"))
     spread = None
     if len(runs) > 1:
         a, b = measured(runs[0]), measured(runs[1])
         common = [n for n in a if n in b]
         spread = max((100 * abs(b[n]["a_cycles_per_inst"] / a[n]["a_cycles_per_inst"] - 1) for n in common), default=None)
-    pred = json.loads(PREDICTIONS.read_text()) if PREDICTIONS.is_file() else {}
-    rec = sidecar_head(folder, "wgsplit4", "ceilings wgsplit4 (flashprof/kernels/ceilings/wgmma_mix.cuh bench_xu_pairs): "
-                       "one warp of KIND A beside a neighbour warp of KIND B on every sub-partition (k_xu_pair, with and "
-                       "without HGMMAs), a chain of completed-phase mbarrier waits (k_lat_mbar) and the issue span of a "
-                       "group of 8 HGMMAs (k_wgmma_issue); clock64 cycles", command)
+    preds = PREDICTIONS5 if mode == "wgsplit5" else PREDICTIONS
+    pred = json.loads(preds.read_text()) if preds.is_file() else {}
+    rec = sidecar_head(folder, mode, _WHAT[mode], command or f"bash devjobs/ceil_modes.sh {mode}")
     rec.update(runs_max_difference_pct=spread,
-               predicted_before={"file": str(PREDICTIONS.relative_to(REPO)), "created": pred.get("created")},
+               predicted_before={"file": str(preds.relative_to(REPO)), "created": pred.get("created")},
                per_record=measured(raw), issue_spans=issue_spans(raw), mbar_wait_latency=mbar_latency(raw))
-    out = folder / "wgsplit4.json"
+    out = folder / f"{mode}.json"
     out.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
     return out
 
@@ -278,33 +306,47 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--write-sass" in argv:
         print(write_sass().relative_to(REPO))
-    if "--sidecar" in argv:  # --sidecar FOLDER: after copying a run into FOLDER
-        print(write_sidecar(Path(argv[argv.index("--sidecar") + 1])).relative_to(REPO))
-    if "--predict" in argv:
+    if "--sidecar" in argv:  # --sidecar FOLDER: after copying a run (wgsplit4, wgsplit5 or both) into FOLDER
+        folder = Path(argv[argv.index("--sidecar") + 1]).resolve()
+        for mode in _WHAT:
+            if (folder / f"{mode}.raw.jsonl").is_file():
+                print(write_sidecar(folder, mode).relative_to(REPO))
+    if "--predict" in argv or "--predict5" in argv:  # before the run: wgsplit4's, or wgsplit5's
         import datetime
         import subprocess
 
+        five = "--predict5" in argv
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
-        rec = {"what": "KIND A's cycles per instruction in each `ceilings wgsplit4` record, predicted by the "
-                       "scheduler under both scopes of the XU steal before the run (analysis/gap/xu_pair.py)",
+        rec = {"what": f"KIND A's cycles per instruction in each `ceilings {'wgsplit5' if five else 'wgsplit4'}` record, "
+                       f"predicted by the scheduler under {'each' if five else 'both'} scope{'' if five else 's'} of the "
+                       "XU steal before the run (analysis/gap/xu_pair.py)",
                "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"), "commit": head,
-               **predict()}
-        PREDICTIONS.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+               **(predict(RECORDS5, SCOPES5) if five else predict())}
+        if five:
+            rec["judged_by"] = f"the least mean absolute error over the records with a neighbour, policy {POLICY5}"
+        (PREDICTIONS5 if five else PREDICTIONS).write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
         for n, v in rec["records"].items():
             print(f"{n:32s} " + "  ".join(f"{s} {x:6.2f}" for s, x in v.items()))
-    if "--judge" in argv:
-        rec = judge()
+    if "--judge" in argv:  # wgsplit5's scope where it has run (wgsplit4's kept beside it), else wgsplit4's
+        rec4 = judge()
+        rec = judge5() if run_file(RUN5) else rec4
         stored = load() or {}
-        stored["xu_scope"] = {k: rec[k] for k in ("run", "predictions", "predicted_at", "mae_pct", "xu_steal_scope")}
+        keep = ("run", "predictions", "predicted_at", "policy", "mae_pct", "xu_steal_scope")
+        stored["xu_scope"] = {k: rec[k] for k in keep}
         stored["xu_scope"]["detail"] = rec["error_pct"]
-        lat = mbar_latency(REPO / rec["run"])
-        if lat is not None:
-            stored["mbar"] = {"mbar_wait_latency": lat, "run": rec["run"], "record": MBAR}
-            print(f"mbar_wait_latency: {lat:.1f} cycles")
+        if rec is not rec4:
+            stored["xu_scope_wgsplit4"] = {**{k: rec4[k] for k in keep}, "detail": rec4["error_pct"]}
+        for run in (rec["run"], rec4["run"]):
+            lat = mbar_latency(REPO / run)
+            if lat is not None:
+                stored["mbar"] = {"mbar_wait_latency": lat, "run": run, "record": MBAR}
+                print(f"mbar_wait_latency: {lat:.1f} cycles ({run})")
+                break
         RESULT.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
+        scopes = list(rec["error_pct"])
         for n, v in sorted(rec["measured"].items()):
             print(f"{n:32s} measured {v['a_cycles_per_inst']:6.2f}  " +
-                  "  ".join(f"{s} {rec['error_pct'][s].get(n, float('nan')):+6.1f} %" for s in SCOPES))
+                  "  ".join(f"{s} {rec['error_pct'][s].get(n, float('nan')):+6.1f} %" for s in scopes))
         print(f"xu_steal_scope: {rec['xu_steal_scope']} (MAE " +
               ", ".join(f"{s} {x:.1f} %" for s, x in rec["mae_pct"].items()) + ")")
     if "--backlog" in argv:

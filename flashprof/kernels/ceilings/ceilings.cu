@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
     const bool wgsplit2_only = argc > 1 && std::strcmp(argv[1], "wgsplit2") == 0;
     const bool wgsplit3_only = argc > 1 && std::strcmp(argv[1], "wgsplit3") == 0;
     const bool wgsplit4_only = argc > 1 && std::strcmp(argv[1], "wgsplit4") == 0;
+    const bool wgsplit5_only = argc > 1 && std::strcmp(argv[1], "wgsplit5") == 0;
     const bool smemshare_only = argc > 1 && std::strcmp(argv[1], "smemshare") == 0;
     int dev_id = 0, count = 0;
     CHECK(cudaGetDeviceCount(&count));
@@ -96,6 +97,7 @@ int main(int argc, char** argv) {
     if (wgsplit2_only) return emit_all(bench_wgmma_splits_kinds(dev)) ? 0 : 1;
     if (wgsplit3_only) return emit_all(bench_wgmma_splits_mufu(dev)) ? 0 : 1;
     if (wgsplit4_only) return emit_all(bench_xu_pairs(dev)) ? 0 : 1;
+    if (wgsplit5_only) return emit_all(bench_xu_pairs5(dev)) ? 0 : 1;
     if (smemshare_only) return emit_all(bench_smem_share(dev)) ? 0 : 1;
     if (wgmix_only) {
         const std::vector<Record> pts = bench_wgmma_mixes(dev);

@@ -25,7 +25,9 @@ enum WgmixKind { kWgmixNone = 0, kWgmixFfma = 1, kWgmixImad = 2, kWgmixEx2 = 3, 
                  kWgmixFadd = 7, kWgmixSoftmax = 8,  // 0-6: mix.cuh's numbers
                  // split-role only (`ceilings wgsplit3`): MUFU.EX2 every other instruction with FFMA, FMNMX
                  // or FMUL between, and one in five with FFMA between
-                 kWgmixEx2Ffma = 9, kWgmixEx2Fmnmx = 10, kWgmixEx2Fmul = 11, kWgmixEx2Ffma4 = 12 };
+                 kWgmixEx2Ffma = 9, kWgmixEx2Fmnmx = 10, kWgmixEx2Fmul = 11, kWgmixEx2Ffma4 = 12,
+                 // xu-pair neighbour only (`ceilings wgsplit5`)
+                 kWgmixFmul = 13 };
 constexpr int kWgmixChains = 8;
 constexpr int kWgmixGroups = 1024;  // 8 HGMMA each, alternating over two accumulator sets: exact in fp32
 
@@ -110,7 +112,7 @@ __global__ void __launch_bounds__(128 * kWgmmaWarpgroups) k_wgmma_mix(float* out
 inline const char* wgmix_name(int kind) {
     return kind == kWgmixFfma ? "ffma" : kind == kWgmixEx2 ? "ex2" : kind == kWgmixFmnmx ? "fmnmx"
          : kind == kWgmixFfma3 ? "ffma3" : kind == kWgmixImad ? "imad" : kind == kWgmixFadd ? "fadd"
-         : kind == kWgmixSoftmax ? "softmax" : "none";
+         : kind == kWgmixSoftmax ? "softmax" : kind == kWgmixFmul ? "fmul" : "none";
 }
 
 // One point; false (no record) when the build has no wgmma.
@@ -478,10 +480,14 @@ __device__ __forceinline__ void xu_pair_op(float (&x)[kWgmixChains], int k) {
         asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(x[c]));
     } else if (KIND == kWgmixFmnmx || (KIND == kWgmixSoftmax && k % 5 == 3)) {
         asm volatile("max.f32 %0, %1, %2;" : "=f"(x[c]) : "f"(-x[c]), "f"(-0.25f));
-    } else if (KIND == kWgmixSoftmax && k % 5 == 1) {
+    } else if (KIND == kWgmixFmul || (KIND == kWgmixSoftmax && k % 5 == 1)) {
         asm volatile("mul.rn.f32 %0, %0, %1;" : "+f"(x[c]) : "f"(-0.99951171875f));
-    } else if (KIND == kWgmixSoftmax && k % 5 == 2) {
+    } else if (KIND == kWgmixFadd || (KIND == kWgmixSoftmax && k % 5 == 2)) {
         asm volatile("add.rn.f32 %0, %0, %1;" : "+f"(x[c]) : "f"(0.000244140625f));
+    } else if (KIND == kWgmixImad) {  // an integer chain in the float's bits (IMAD, the FMA pipe's heavy half)
+        uint32_t u = __float_as_uint(x[c]);
+        asm volatile("mad.lo.u32 %0, %0, %1, %2;" : "+r"(u) : "r"(1664525u), "r"(1013904223u));
+        x[c] = __uint_as_float(u);
     } else {
         asm volatile("fma.rn.f32 %0, %0, %1, %2;" : "+f"(x[c]) : "f"(-0.99951171875f), "f"(-0.25f));
     }
@@ -597,7 +603,9 @@ __global__ void k_lat_mbar(ChainOut* o, int n) {
                 asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n"
                              "selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(b) : "memory");
             } while (!done);
-            waits += done;
+            // Counted once per completed wait, not as += done: nvcc 13.0 merged done's value
+            // from the retry path into the sum and counted 7168 of 8192 (wgsplit4, 2026-12-07).
+            ++waits;
         }
     }
     CEIL_CHAIN_STOP(o);
@@ -698,6 +706,18 @@ inline std::vector<Record> bench_xu_pairs(const Device& dev) {
             bench_lat_mbar(),
             bench_wgmma_issue<false, 1>(dev), bench_wgmma_issue<true, 1>(dev),
             bench_wgmma_issue<false, 2>(dev), bench_wgmma_issue<true, 2>(dev)};
+}
+
+// `ceilings wgsplit5` (issue 32): which neighbour instructions hold the XU pipe? wgsplit4 found an
+// FFMA neighbour slows the EX2 warp about 2x and an FMNMX neighbour not at all, so the steal follows
+// the neighbour's pipe: FADD and FMUL (the FP32 pipe, as FFMA) and IMAD (the FMA pipe's heavy half)
+// tell which; EX2 beside FFMA and beside FMNMX again tie this run to wgsplit4; the completed-phase
+// mbarrier chain again, its count now right.
+inline std::vector<Record> bench_xu_pairs5(const Device& dev) {
+    return {bench_xu_pair<kWgmixEx2, kWgmixNone, false>(dev), bench_xu_pair<kWgmixEx2, kWgmixFadd, false>(dev),
+            bench_xu_pair<kWgmixEx2, kWgmixFmul, false>(dev), bench_xu_pair<kWgmixEx2, kWgmixImad, false>(dev),
+            bench_xu_pair<kWgmixEx2, kWgmixFfma, false>(dev), bench_xu_pair<kWgmixEx2, kWgmixFmnmx, false>(dev),
+            bench_lat_mbar()};
 }
 
 }  // namespace ceilings
