@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # One device call (repo root, .whl/ carried): ceilings wgsplit5 (the XU steal by the neighbour's
 # pipe, the mbarrier chain with its count fixed), then the full `make ceilings` and the GPU tests
-# in what is left of a 560 s budget. Everything lands in $OUT/session22.tgz (packed after each
+# in what is left of a 250 s budget. Everything lands in $OUT/session22.tgz (packed after each
 # step, so a call stopped at its limit still returns what ran).
 set -uo pipefail
 : "${OUT:?}"
-FINAL=$OUT; WORK=$(mktemp -d); T0=$(date +%s); BUDGET=560
+FINAL=$OUT; WORK=$(mktemp -d); T0=$(date +%s); BUDGET=250
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 pack() { tar czf "$FINAL/session22.tgz" -C "$WORK" . ; }
 mkdir -p "$WORK/w5"

@@ -108,18 +108,25 @@ def test_committed_rows_keep_the_gap_shape_and_fit_nothing(committed):
                                                           ("rtx3090", "64x64"), ("rtx3090", "128x32")}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 32: with FP32, ALU and MUFU work beside a running HGMMA costed as "
-                   "the split-role runs measured them, kernel 7's own cycles are -0.2 % but FA2's (the denominator) "
-                   "+4.1 %, so it reads +9.0 pp; its dispatch_stall is 0.84 (report 0.91) yet its warps still wait "
-                   "at WARPGROUP.DEPBAR (barrier 1.52) where the GPU's spend the time on the way (wait 1.51): top "
-                   "two barrier + wait, measured wait + dispatch; strict: a model that meets the bar makes this "
-                   "pass, and the marker must go")
-def test_issue_32_bar_the_shipped_kernel7_within_5pp_with_its_top_two_stalls(committed):
+def _h200_rows(recs) -> dict:
+    return {r["target"]: r for r in recs if r["kind"] == "row" and r["gpu_key"] == "h200_sxm"
+            and r["seq"] == 4096 and r["measured_cycles"] is not None}
+
+
+@pytest.mark.xfail(strict=True, reason="issue 32: kernel 7's own cycles are -0.6 % but FA2's (the denominator) "
+                   "+3.3 %, so it reads +8.2 pp; the cp.async share (0.87, measured) and the XU scope (warp, "
+                   "by the rule written before wgsplit4) leave FA2 over; strict: a model that meets the bar makes "
+                   "this pass, and the marker must go")
+def test_issue_32_bar_the_shipped_kernel7_within_5pp(committed):
     recs, _ = committed
-    by = {r["target"]: r for r in recs if r["kind"] == "row" and r["gpu_key"] == "h200_sxm"
-          and r["measured_cycles"] is not None}
-    assert abs(by["7"]["error_pp"]) <= 5.0
-    # "names the same top two reasons as the report": the same two, in either order
+    assert abs(_h200_rows(recs)["7"]["error_pp"]) <= 5.0
+
+
+def test_issue_32_bar_kernel7_names_the_reports_top_two_stalls(committed):
+    """"names the same top two reasons as the report": the same two, in either order (since the
+    HGMMA issue backlog measured by ceilings wgsplit4: dispatch and wait)."""
+    recs, _ = committed
+    by = _h200_rows(recs)
     top = lambda pre: set(sorted(by["7"]["pred_stalls"], key=lambda g: -by["7"][pre + g])[:2])
     assert top("stall_model_") == top("stall_measured_")
 

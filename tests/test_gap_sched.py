@@ -91,12 +91,9 @@ def test_two_warpgroup_loops_are_timed_after_they_settle():
 
 
 @pytest.mark.skipif(not (LOOP_DIR / f"{K7_SHIPPED}_sm_90.sass").is_file(), reason="kernel 7 loop SASS absent")
-@pytest.mark.parametrize("seed", [
-    pytest.param(1, marks=pytest.mark.xfail(strict=True, reason="issue 32: with the XU costs (wgsplit3) seed 1's two "
-                                            "warpgroups stay locked in phase longer: 32 passes timed over the last 16 "
-                                            "come out 5.2 % slower than 48 over the last 24 (the frozen result's one "
-                                            "slow seed, 4.5 % above the rest); strict: the marker goes when it settles")),
-    3])
+# seed 1 stayed locked in phase longer with the XU costs alone (5.2 %, strict xfail until 2026-12-07);
+# with the HGMMA issue backlog measured by ceilings wgsplit4 it settles like the rest
+@pytest.mark.parametrize("seed", [1, 3])
 def test_the_settled_window_holds_at_48_passes(seed):
     code = kernel_loop("7", "sm_90", K7_SHIPPED)
     m = machine(H200)

@@ -29,11 +29,13 @@ def _body(texts, stall=1):
     return next(iter(controls.parse("\n".join(lines)).values()))
 
 
-def _gemm(n_hgmma, latency=150.0):
-    """One warpgroup's loop: fence, n dependent SS m64n128k16, the last closing the group, wait."""
+def _gemm(n_hgmma, latency=150.0, backlog=None):
+    """One warpgroup's loop: fence, n dependent SS m64n128k16, the last closing the group, wait.
+    ``backlog``: Machine.wgmma_issue_backlog (None: an HGMMA issues however far the pipe is booked)."""
     texts = ["WARPGROUP.ARRIVE"] + ["HGMMA.64x128x16.F32 R24, gdesc[UR4], R24"] * (n_hgmma - 1)
     texts += ["HGMMA.64x128x16.F32 R24, gdesc[UR4], R24, gsb0", "WARPGROUP.DEPBAR.LE gsb0, 0x0"]
-    m = dataclasses.replace(machine(H200), wgmma_group_latency=latency, wgmma_group8_latency=latency + 7 * 64.0)
+    m = dataclasses.replace(machine(H200), wgmma_group_latency=latency, wgmma_group8_latency=latency + 7 * 64.0,
+                            wgmma_issue_backlog=backlog)
     return _body(texts), m
 
 
@@ -62,6 +64,23 @@ def test_a_lone_warpgroup_pays_its_pipe_time_and_the_group_latency():
     assert wait == pytest.approx((want - 10) / 10, rel=0.05)
     assert wait > 10 * max([v for k, v in r["warps_per_issue"].items() if k != "wgmma wait"], default=0.0)
     assert "wgmma wait" in STALL_GROUPS["barrier"][0]
+
+
+def test_an_issue_backlog_moves_the_wait_to_dispatch_not_the_time():
+    """With Machine.wgmma_issue_backlog (ceilings wgsplit4: 256 cycles on the H200), the HGMMAs
+    past the backlog wait to issue ("wgmma dispatch", Nsight's dispatch_stall) instead of the
+    group's end; the pipe still bounds the pass, so its time holds."""
+    body, free = _gemm(8, latency=150.0)
+    _, held = _gemm(8, latency=150.0, backlog=256.0)
+    a = simulate(body, free, ctas=1, warps_per_cta=4, iterations=6)
+    b = simulate(body, held, ctas=1, warps_per_cta=4, iterations=6)
+    assert b["cycles_per_iter"] == pytest.approx(a["cycles_per_iter"], abs=6)
+    own = 2 * 64 * 128 * 16 / held.wgmma_flop_per_clk_sm
+    # 8 HGMMAs book 8 * own cycles (~512), twice the backlog: the later ones wait their turn
+    assert 8 * own > 2 * 256.0 - 8 and a["warps_per_issue"].get("wgmma dispatch", 0.0) == 0.0
+    assert b["warps_per_issue"].get("wgmma dispatch", 0.0) > 1.0
+    assert b["warps_per_issue"].get("wgmma wait", 0.0) < a["warps_per_issue"]["wgmma wait"]
+    assert "wgmma dispatch" in STALL_GROUPS["dispatch"][0]
 
 
 def test_two_warpgroups_share_the_tensor_pipes():

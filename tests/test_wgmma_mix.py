@@ -11,7 +11,7 @@ import statistics
 import pytest
 
 from flashprof.analysis.gap import wgmma_interplay as wi
-from flashprof.analysis.gap.constants import machine
+from flashprof.analysis.gap.constants import Machine, machine
 from flashprof.analysis.gap.controls import parse
 from flashprof.analysis.gap.data import REPO
 from flashprof.analysis.gap.scheduler import simulate
@@ -368,18 +368,29 @@ def test_the_alu_factor_is_recomputed_from_the_split_run_by_hand():
     assert machine("a100_80gb").wgmma_alu_factor == 1.0
 
 
+def _as_derived() -> Machine:
+    """The H200 Machine the wgsplit2 / wgsplit3 sections of wgmma_interplay.json were derived
+    with: before ceilings smemshare and wgsplit4 were judged (2026-12-07), i.e. without the HGMMA
+    issue backlog, with the sub-partition XU scope and the full cp.async charge."""
+    return dataclasses.replace(machine("h200_sxm"), wgmma_issue_backlog=None, xu_steal_scope="subpartition",
+                               ldgsts_smem_share=1.0, mbar_wait_latency=0.0)
+
+
 def test_the_alu_factor_predicts_the_fmnmx_mix_points_it_never_saw(committed_loops, meas):
     """Derived from the split run only, the factor brings the FMNMX mix points (the same
     instruction issued by the HGMMAs' own warpgroup, another loop) within 15 %, against 46 %
     without it at K = 32, and leaves the softmax points as they were; the record's errors are
-    the scheduler's on the committed loops against the raw table."""
+    the scheduler's on the committed loops against the raw table (with the Machine it was
+    derived with); the current Machine (with the HGMMA issue backlog) still holds them within
+    15 %."""
     alu = wi.load()["alu"]
-    base = machine("h200_sxm")
+    base = _as_derived()
     with_f = dataclasses.replace(base, wgmma_alu_factor=alu["wgmma_alu_factor"])
     without = dataclasses.replace(base, wgmma_alu_factor=1.0)
+    now = dataclasses.replace(machine("h200_sxm"), wgmma_alu_factor=alu["wgmma_alu_factor"])
     err = lambda m, p: 100 * (wi.rate(committed_loops[p], m) / meas[p] - 1)
     for p in ("wgmma_mix_fmnmx_k16", "wgmma_mix_fmnmx_k32"):
-        assert abs(err(with_f, p)) < 15
+        assert abs(err(with_f, p)) < 15 and abs(err(now, p)) < 15
         assert alu["points"]["with"][p] == pytest.approx(err(with_f, p), abs=0.01)
     assert err(without, "wgmma_mix_fmnmx_k32") > 30
     assert alu["adopted"] and alu["mae_pct"]["with"]["fmnmx"] < alu["mae_pct"]["without"]["fmnmx"] / 2
@@ -432,7 +443,7 @@ def test_the_split_runs_are_simulated_with_their_own_loops():
     assert sum(1 for i in hg_role if i.base == "HGMMA") % 8 == 0
     assert all(i.base != "HGMMA" for i in loops["wgmma_split_fmnmx_k16"]["other"])
     row = rec["rows"]["wgmma_split_fmnmx_k16"]
-    again = wi.simulate_split(machine("h200_sxm"), "wgmma_split_fmnmx_k16", loops)
+    again = wi.simulate_split(_as_derived(), "wgmma_split_fmnmx_k16", loops)
     for f, v in again.items():
         assert row["model"][f] == pytest.approx(v, rel=1e-9)
     raw = _raw("wgsplit2.raw.jsonl")

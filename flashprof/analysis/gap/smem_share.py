@@ -83,13 +83,49 @@ def report_wavefronts(paths) -> list[dict]:
     return out
 
 
+def ncu_counts(path: Path) -> dict[str, dict] | None:
+    """Nsight Compute's counts on the benchmark itself (``smemshare_ncu.csv``, ``--csv --metrics``
+    over each mode's launches): per mode (1 readers, 2 fillers, 3 both) the medians over its
+    launches of the shared wavefronts that are neither loads nor stores, per LDGSTS executed, and
+    of the load wavefronts per LDSM. ``None`` without the file."""
+    import csv
+    import re
+
+    if not path.is_file():
+        return None
+    rows = [r for r in csv.reader(path.read_text().splitlines()) if r]
+    head = next((r for r in rows if r[0] == "ID"), None)
+    if head is None:
+        return None
+    col = {k: head.index(k) for k in ("ID", "Kernel Name", "Metric Name", "Metric Value")}
+    launches: dict[str, dict] = {}
+    for r in rows:
+        if r is head or len(r) != len(head):
+            continue
+        mode = re.search(r"k_smem_share<(\d+)>", r[col["Kernel Name"]])
+        val = float(r[col["Metric Value"]].replace(",", ""))
+        launches.setdefault(r[col["ID"]], {"mode": mode.group(1) if mode else "?"})[r[col["Metric Name"]]] = val
+    out: dict[str, dict] = {}
+    for m in launches.values():
+        total, ld, st, n = (m.get(k, 0.0) for k in REPORT_METRICS)
+        ldsm = m.get("smsp__inst_executed_op_ldsm.sum", 0.0)
+        o = out.setdefault(m["mode"], {"per_ldgsts": [], "ld_per_ldsm": []})
+        if n:
+            o["per_ldgsts"].append((total - ld - st) / n)
+        if ldsm:
+            o["ld_per_ldsm"].append(ld / ldsm)
+    return {k: {f: statistics.median(v) if v else None for f, v in o.items()} | {"launches": max(len(x) for x in o.values())}
+            for k, o in sorted(out.items())}
+
+
 def write_sidecar(folder: Path, command: str = "bash devjobs/ceil_modes.sh smemshare") -> Path:
     rec = sidecar_head(folder, "smemshare", "ceilings smemshare (flashprof/kernels/ceilings/smem_share.cuh): 8 warps of "
                        "ldmatrix.x4 at full rate and 8 warps of cp.async 16 B from an L2-resident slice, one block per "
                        "SM, each alone and together; B/clk/SM from clock64 spans, median over SMs per launch, 5 "
                        "launches after a warm-up", command)
     r = rates(folder / RUN)
-    rec.update(per_run=[share(rates(folder / n)) for n in rec["runs"]], rates=r, result=share(r))
+    rec.update(per_run=[share(rates(folder / n)) for n in rec["runs"]], rates=r, result=share(r),
+               nsight_on_the_benchmark=ncu_counts(folder / "smemshare_ncu.csv"))
     out = folder / "smemshare.json"
     out.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
     return out
