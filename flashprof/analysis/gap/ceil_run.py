@@ -7,6 +7,9 @@ import datetime
 import json
 from pathlib import Path
 
+from flashprof.kernels.gpus import GPUS, SHIPPED
+from flashprof.paths import ROOT as REPO
+
 
 def sidecar_head(folder: Path, mode: str, what: str, command: str) -> dict:
     """``folder`` holds ``<mode>.raw.jsonl`` (run 1), ``<mode>.run<k>.raw.jsonl`` and
@@ -18,3 +21,12 @@ def sidecar_head(folder: Path, mode: str, what: str, command: str) -> dict:
             "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
             "clocks": clocks.read_text().strip() if clocks.is_file() else None,
             "raw": raw.name, "runs": [r.name for r in sorted(folder.glob(f"{mode}.run*.raw.jsonl"))]}
+
+
+def same_chip_path(rel: str) -> Path | None:
+    """``rel`` under the shipped GPU's reports folder, else under a same-chip GPU's (a ceilings
+    run measures the SM, which the H100 and H200 share); None where neither has it."""
+    for g in sorted(GPUS, key=lambda g: g.slug != SHIPPED.slug):
+        if g.chip == SHIPPED.chip and (REPO / g.reports / rel).is_file():
+            return REPO / g.reports / rel
+    return None

@@ -22,9 +22,9 @@ import statistics
 import sys
 from pathlib import Path
 
-from flashprof.analysis.gap.ceil_run import sidecar_head
+from flashprof.analysis.gap.ceil_run import same_chip_path, sidecar_head
 from flashprof.analysis.gap.data import REPO
-from flashprof.kernels.gpus import GPUS, SHIPPED
+from flashprof.kernels.gpus import SHIPPED
 
 FOLDER = REPO / SHIPPED.reports / "smem_share"
 RUN = "smemshare.raw.jsonl"
@@ -134,10 +134,8 @@ def write_sidecar(folder: Path, command: str = "bash devjobs/ceil_modes.sh smems
 def run_folder() -> Path | None:
     """The folder of the shipped GPU's smemshare run: its own, else a same-chip GPU's (the share
     is a property of the SM, which the H100 and H200 share)."""
-    for g in sorted(GPUS, key=lambda g: g.slug != SHIPPED.slug):
-        if g.chip == SHIPPED.chip and (REPO / g.reports / "smem_share" / "smemshare.json").is_file():
-            return REPO / g.reports / "smem_share"
-    return None
+    side = same_chip_path("smem_share/smemshare.json")
+    return side.parent if side else None
 
 
 def judge(folder: Path | None = None) -> dict:

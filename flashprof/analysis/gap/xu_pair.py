@@ -23,12 +23,12 @@ import statistics
 import sys
 from pathlib import Path
 
-from flashprof.analysis.gap.ceil_run import sidecar_head
+from flashprof.analysis.gap.ceil_run import same_chip_path, sidecar_head
 from flashprof.analysis.gap.constants import SUBPARTITIONS, Machine, machine
 from flashprof.analysis.gap.data import REPO
 from flashprof.analysis.gap.scheduler import simulate
 from flashprof.analysis.gap.wgmma_interplay import RESULT, SEED, load, measurements, split_loops
-from flashprof.kernels.gpus import GPUS, SHIPPED
+from flashprof.kernels.gpus import SHIPPED
 
 PAIR_SASS = REPO / "reports" / "sass" / "ceilings" / "xu_pair_sm_90a.sass"
 RUN = "wgsplit4.raw.jsonl"
@@ -235,10 +235,7 @@ def mbar_latency(path: Path) -> float | None:
 
 def run_file(run: str = RUN) -> Path | None:
     """A wgsplit4 / wgsplit5 run of the shipped GPU's chip (its own, else a same-chip GPU's)."""
-    for g in sorted(GPUS, key=lambda g: g.slug != SHIPPED.slug):
-        if g.chip == SHIPPED.chip and (REPO / g.reports / "wgmma_mix" / run).is_file():
-            return REPO / g.reports / "wgmma_mix" / run
-    return None
+    return same_chip_path(f"wgmma_mix/{run}")
 
 
 def judge(path: Path | None = None, predictions: Path = PREDICTIONS, scopes=SCOPES, policy: str = "greedy") -> dict:
