@@ -1,0 +1,138 @@
+"""The yield / operand-reuse probe (issue 31): what a cleared yield bit and missing reuse flags
+cost, measured on the H200 against the issue model's prediction (which reads neither).
+
+The probe (flashprof/kernels/ceilings/yield_probe.cu, yield_host.cu) runs three kernels from one
+cubin and from copies with bits flipped by flashprof.kernels.sass.patch (the cubins measured are
+committed beside the run, with their SASS): ``yield_ffma`` (128 independent FFMAs a pass),
+``yield_mix`` (the same with an FMUL after every 4 FFMAs) and ``reuse_hmma`` (32 HMMA.16816.F32
+a pass, one A fragment reused) on one SM with 1, 2 and 4 warps per sub-partition. Per record:
+cycles per instruction per sub-partition = the slowest warp's clock64 span / (instructions a
+warp runs x warps per sub-partition), the median over the timed launches.
+
+    python -m flashprof.analysis.gap.yield_probe --predict FOLDER   # before the run: FOLDER's cubins
+    python -m flashprof.analysis.gap.yield_probe --sidecar FOLDER   # after: yield.raw.jsonl there
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from flashprof.analysis.gap.ceil_run import sidecar_head
+from flashprof.analysis.gap.constants import SUBPARTITIONS, machine
+from flashprof.analysis.gap.controls import main_loop, parse
+from flashprof.analysis.gap.data import REPO
+from flashprof.analysis.gap.scheduler import simulate
+from flashprof.kernels.gpus import SHIPPED
+
+# kernel -> (loop marker opcode, instructions a pass, {variant: cubin file})
+PROBES = {"yield_ffma": ("FFMA", 128, {"orig": "orig.cubin", "y0": "ffma_y0.cubin"}),
+          "yield_mix": ("FFMA", 160, {"orig": "orig.cubin", "y0fmul": "mix_y0fmul.cubin", "y0all": "mix_y0all.cubin"}),
+          "reuse_hmma": ("HMMA", 32, {"orig": "orig.cubin", "noreuse": "hmma_noreuse.cubin", "y0": "hmma_y0.cubin"})}
+PER_SP = (1, 2, 4)
+WHAT = ("yield / operand-reuse probe (flashprof/kernels/ceilings/yield_probe.cu, yield_host.cu; cubins patched "
+        "by flashprof.kernels.sass.patch, committed here): cycles per instruction per sub-partition, clock64 "
+        "spans of every warp, one CTA on one SM")
+
+
+def record_name(kernel: str, variant: str, per_sp: int) -> str:
+    return f"yield_{kernel}_{variant}_w{per_sp}"
+
+
+def measured(path: Path) -> dict[str, dict]:
+    """Per record: cycles per instruction per sub-partition (median over the launches of the
+    slowest warp's span) and the spread of the warps' spans within a launch (max / min)."""
+    out = {}
+    for line in path.read_text().splitlines():
+        r = json.loads(line) if line.strip() else {}
+        if r.get("record") != "measurement":
+            continue
+        slow = statistics.median(max(s) for s in r["spans"])
+        out[r["name"]] = {"kernel": r["kernel"], "variant": r["variant"], "warps_per_scheduler": r["warps_per_scheduler"],
+                          "cycles_per_inst_sp": slow / (r["work"] * r["warps_per_scheduler"]),
+                          "warp_spread": statistics.median(max(s) / min(s) for s in r["spans"])}
+    return out
+
+
+def loop_of(sass: str, kernel: str):
+    insts = parse(sass)[kernel]
+    marker = PROBES[kernel][0]
+    lo, hi = main_loop(insts, marker)
+    return insts[lo:hi + 1]
+
+
+def predict(folder: Path) -> dict:
+    """The issue model on each cubin's loop: cycles per instruction per sub-partition with 1, 2
+    and 4 warps a sub-partition (one CTA, seed 1). The model reads stall counts, barriers and
+    pipes from the control codes; it ignores the yield bit and the reuse flags, so where a
+    measured variant differs from the compiler's cubin the difference is theirs."""
+    from flashprof.kernels.sass.static import dump_sass
+
+    m = machine(SHIPPED.model_key)
+    out = {}
+    for kernel, (_marker, per_pass, variants) in PROBES.items():
+        for variant, cubin in variants.items():
+            body = loop_of(dump_sass(folder / cubin), kernel)
+            n = sum(1 for i in body if i.base == PROBES[kernel][0] or (kernel == "yield_mix" and i.base == "FMUL"))
+            for per_sp in PER_SP:
+                sim = simulate(list(body), m, 1, SUBPARTITIONS * per_sp, 8, seed=1)
+                out[record_name(kernel, variant, per_sp)] = sim["cycles_per_iter"] / (n * per_sp)
+    return out
+
+
+def write_predictions(folder: Path) -> Path:
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    rec = {"what": "the issue model's cycles per instruction per sub-partition for every yield probe record, "
+                   "written before the run (analysis/gap/yield_probe.py predict)",
+           "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"), "commit": head,
+           "records": predict(folder)}
+    out = folder / "yield_predictions.json"
+    out.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+    return out
+
+
+def write_sidecar(folder: Path, command: str = "bash devjobs/session23.sh") -> Path:
+    rec = sidecar_head(folder, "yield", WHAT, command)
+    raw = folder / "yield.raw.jsonl"
+    runs = sorted(folder.glob("yield.run*.raw.jsonl"))
+    per = measured(raw)
+    if len(runs) > 1:
+        a, b = measured(runs[0]), measured(runs[1])
+        rec["runs_max_difference_pct"] = max(100 * abs(b[n]["cycles_per_inst_sp"] / a[n]["cycles_per_inst_sp"] - 1)
+                                             for n in a if n in b)
+    pred_file = folder / "yield_predictions.json"
+    pred = json.loads(pred_file.read_text()) if pred_file.is_file() else {}
+    rec["predicted_before"] = {"file": pred_file.name, "created": pred.get("created")}
+    for n, v in per.items():
+        p = (pred.get("records") or {}).get(n)
+        v["predicted"] = p
+        v["error_pct"] = None if p is None else 100 * (p / v["cycles_per_inst_sp"] - 1)
+        base = per.get(record_name(v["kernel"], "orig", v["warps_per_scheduler"]))
+        v["vs_orig"] = None if base is None else v["cycles_per_inst_sp"] / base["cycles_per_inst_sp"]
+    rec["per_record"] = per
+    out = folder / "yield.json"
+    out.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+    return out
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--predict" in argv:
+        folder = Path(argv[argv.index("--predict") + 1]).resolve()
+        path = write_predictions(folder)
+        for n, v in json.loads(path.read_text())["records"].items():
+            print(f"{n:36s} predicted {v:6.3f} cycles / instruction / sub-partition")
+    if "--sidecar" in argv:
+        folder = Path(argv[argv.index("--sidecar") + 1]).resolve()
+        path = write_sidecar(folder)
+        for n, v in sorted(json.loads(path.read_text())["per_record"].items()):
+            pr = "" if v["predicted"] is None else f"  predicted {v['predicted']:6.3f} ({v['error_pct']:+.1f} %)"
+            print(f"{n:36s} {v['cycles_per_inst_sp']:6.3f} (x{v['vs_orig']:.3f} of orig){pr}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
