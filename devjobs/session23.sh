@@ -2,7 +2,7 @@
 # One device call (repo root; .whl/ and the probe cubins in yieldcubins/ carried): the yield /
 # operand-reuse probe (flashprof/kernels/ceilings/yield_probe.cu, built and patched here by
 # flashprof.kernels.sass.patch; yield_host.cu loads the cubins), twice, with Nsight Compute's
-# warp-state counters of each launch; then setup and the GPU tests with a full summary.
+# warp-state counters of each launch; with RUN_TESTS=1 then setup and the GPU tests.
 # Everything lands in $OUT/session23.tgz (packed after each step).
 set -uo pipefail
 : "${OUT:?}"
@@ -29,8 +29,10 @@ if command -v ncu > /dev/null; then
 fi
 pack
 echo "=== [$(( $(date +%s) - T0 )) s] probe done"
-OUT=$WORK . devjobs/setup.sh
-echo "=== [$(( $(date +%s) - T0 )) s] setup done"
-timeout 330 .venv/bin/python -m pytest -q -m gpu tests/test_gpu_kernels.py tests/test_byo_gpu.py > "$WORK/gpu_tests.log" 2>&1
-echo "=== [$(( $(date +%s) - T0 )) s] gpu tests exit $?"; tail -4 "$WORK/gpu_tests.log"
-pack
+if [[ "${RUN_TESTS:-0}" == 1 ]]; then  # the GPU tests, when the call has the time
+  OUT=$WORK . devjobs/setup.sh
+  echo "=== [$(( $(date +%s) - T0 )) s] setup done"
+  timeout 240 .venv/bin/python -m pytest -q -m gpu tests/test_gpu_kernels.py tests/test_byo_gpu.py > "$WORK/gpu_tests.log" 2>&1
+  echo "=== [$(( $(date +%s) - T0 )) s] gpu tests exit $?"; tail -4 "$WORK/gpu_tests.log"
+  pack
+fi

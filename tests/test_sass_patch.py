@@ -78,3 +78,48 @@ def test_patch_refuses_what_is_not_a_cubin(tmp_path, capsys):
 
     with pytest.raises(PatchError):
         set_yield(b"not an elf at all", "f", [0], 0)
+
+
+def _probe_run():
+    import json
+
+    from flashprof.analysis.gap.ceil_run import same_chip_path
+
+    raw = same_chip_path("yield/yield.raw.jsonl")
+    if raw is None:
+        pytest.skip("no yield probe run committed")
+    recs = [json.loads(x) for x in raw.read_text().splitlines() if x.strip()]
+    return raw, {r["name"]: r for r in recs if r.get("record") == "measurement"}
+
+
+def _cpi(r) -> float:
+    """Cycles per instruction per sub-partition: the slowest warp's span, median over launches."""
+    import statistics
+
+    return statistics.median(max(s) for s in r["spans"]) / (r["work"] * r["warps_per_scheduler"])
+
+
+def test_a_cleared_yield_bit_costs_a_lone_warp_one_issue_cycle():
+    """What docs/METHOD.md says of the probe, from the raw spans: a lone warp pays one cycle per
+    instruction whose yield bit is cleared (all 128 FFMAs; 32 FMULs of 160), a second warp on the
+    sub-partition takes the slot (within 4 %), and clearing HMMA's reuse flags costs nothing."""
+    _raw, rec = _probe_run()
+    r = lambda k, v, w: _cpi(rec[f"yield_{k}_{v}_w{w}"])
+    assert r("yield_ffma", "y0", 1) - r("yield_ffma", "orig", 1) == pytest.approx(1.0, abs=0.1)
+    extra_fmul = (r("yield_mix", "y0fmul", 1) - r("yield_mix", "orig", 1)) * 160 / 32
+    assert extra_fmul == pytest.approx(1.0, abs=0.1)
+    for w in (2, 4):
+        assert r("yield_ffma", "y0", w) / r("yield_ffma", "orig", w) < 1.04
+    for w in (1, 2, 4):
+        assert r("reuse_hmma", "noreuse", w) == pytest.approx(r("reuse_hmma", "orig", w), rel=0.005)
+
+
+def test_the_probe_sidecar_is_the_raw_run():
+    import json
+
+    raw, rec = _probe_run()
+    side = json.loads(raw.with_name("yield.json").read_text())
+    assert side["raw"] == "yield.raw.jsonl" and len(side["runs"]) == 2 and side["gpu"]
+    assert side["predicted_before"]["created"] < side["created"]
+    for name, r in rec.items():
+        assert side["per_record"][name]["cycles_per_inst_sp"] == pytest.approx(_cpi(r))

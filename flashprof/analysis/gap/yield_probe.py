@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from flashprof.analysis.gap.ceil_run import sidecar_head
+from flashprof.analysis.gap.ceil_run import same_chip_path, sidecar_head
 from flashprof.analysis.gap.constants import SUBPARTITIONS, machine
 from flashprof.analysis.gap.controls import main_loop, parse
 from flashprof.analysis.gap.data import REPO
@@ -103,9 +103,13 @@ def write_sidecar(folder: Path, command: str = "bash devjobs/session23.sh") -> P
         a, b = measured(runs[0]), measured(runs[1])
         rec["runs_max_difference_pct"] = max(100 * abs(b[n]["cycles_per_inst_sp"] / a[n]["cycles_per_inst_sp"] - 1)
                                              for n in a if n in b)
+    # the predictions sit with the cubins, in the shipped GPU's folder (or this one's)
     pred_file = folder / "yield_predictions.json"
+    if not pred_file.is_file():
+        pred_file = same_chip_path("yield/yield_predictions.json") or pred_file
     pred = json.loads(pred_file.read_text()) if pred_file.is_file() else {}
-    rec["predicted_before"] = {"file": pred_file.name, "created": pred.get("created")}
+    rec["predicted_before"] = {"file": str(pred_file.relative_to(REPO)) if pred_file.is_file() else None,
+                               "created": pred.get("created")}
     for n, v in per.items():
         p = (pred.get("records") or {}).get(n)
         v["predicted"] = p
