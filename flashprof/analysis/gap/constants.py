@@ -315,6 +315,11 @@ def _smem_share(path: Path, sources: dict, assumed_for: str | None = None) -> di
     return {"ldgsts_smem_share": float(v)}
 
 
+def _mode(run: str | None) -> str:
+    """The ceilings mode of a run file (``.../wgsplit5.raw.jsonl`` -> wgsplit5)."""
+    return Path(run).name.split(".")[0] if run else "wgsplit4"
+
+
 def _wgmma_interplay(path: Path, sources: dict) -> dict:
     """wgmma_fp32_share (and wgmma_fp32_steal, wgmma_alu_factor, xu_issue_steal, wgmma_xu_factor) where the
     wgmma mix and split-role derivations adopted them."""
@@ -346,15 +351,15 @@ def _wgmma_interplay(path: Path, sources: dict) -> dict:
         out["wgmma_xu_factor"] = float(mufu["wgmma_xu_factor"])
     sc = data.get("xu_scope") or {}
     if sc.get("xu_steal_scope") in ("subpartition", "warp", "fp32", "fma") and "xu_issue_steal" in out:
-        sources["xu_steal_scope"] = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (ceilings wgsplit4, "
-                                     f"{sc.get('run', 'wgsplit4.raw.jsonl')}: one warp's EX2 beside a neighbour's FFMA / "
-                                     f"FMNMX, predicted before the run; MAE " + ", ".join(
+        sources["xu_steal_scope"] = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (ceilings "
+                                     f"{_mode(sc.get('run'))}, {sc.get('run', 'wgsplit4.raw.jsonl')}: one warp's EX2 beside a "
+                                     f"neighbour's FP32 / ALU / IMAD instruction, predicted before the run; MAE " + ", ".join(
                                          f"{k} {v:.1f} %" for k, v in (sc.get("mae_pct") or {}).items()) + f") = {sc['xu_steal_scope']}")
         out["xu_steal_scope"] = sc["xu_steal_scope"]
     mb = data.get("mbar") or {}
     if isinstance(mb.get("mbar_wait_latency"), (int, float)) and mb["mbar_wait_latency"] > 0:
-        sources["mbar_wait_latency"] = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (ceilings wgsplit4, "
-                                        f"{mb.get('run', 'wgsplit4.raw.jsonl')}: a chain of completed-phase mbarrier waits, "
+        sources["mbar_wait_latency"] = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (ceilings "
+                                        f"{_mode(mb.get('run'))}, {mb.get('run', 'wgsplit4.raw.jsonl')}: a chain of completed-phase mbarrier waits, "
                                         f"(cycles(2n) - cycles(n)) / n) = {mb['mbar_wait_latency']:.4g}")
         out["mbar_wait_latency"] = float(mb["mbar_wait_latency"])
     wi = data.get("wgmma_issue") or {}

@@ -4,7 +4,9 @@ published A100 / RTX 3090 numbers and the measured H200 reports; a sensitivity t
 Whole-kernel time, in SM cycles, for the benchmark shape (B16 H16 S4096 d128 fp16):
     CTAs = B*H*S/B_r; CTAs per SM from occupancy (ptxas registers, shared memory, warps);
     waves = ceil(CTAs / (SMs * CTAs per SM));
-    per wave = trips * loop cycles (simulated, all resident CTAs together, trips = S/B_c)
+    per wave = trips * loop cycles (simulated, all resident CTAs together, trips = S/B_c
+               less a KV pass the binary peels out of the loop: the FLOP of the tensor
+               instructions outside it, LoopCode.outside_flop_per_warp)
                + tail, tail = loop cycles * (non-loop instructions / loop instructions);
     a persistent kernel (one CTA per SM looping over tiles): a wave is a tile, its tail the
     per-tile instructions of the loop over tiles, and trips the FLOP left to the KV loop;
@@ -123,6 +125,24 @@ def passes(code: LoopCode, ctas: int) -> tuple[int, int]:
 LONG_PASSES = 32
 
 
+def trips_and_tail(code: LoopCode, seq: int = SHAPE["seq"]) -> tuple[float, int]:
+    """(KV-loop passes, instructions outside the loop) per CTA -- per tile for a persistent
+    kernel -- for one warp: what the model counts each warp to issue (trips x body + tail).
+    Trips come from the CTA's tensor work, 4 B_r S d FLOP, over the FLOP one pass of the body
+    does (a compiler may split or unroll the KV loop), less the FLOP of the tensor
+    instructions outside the loop: a pass peeled out of it (FA2 and the series' kernels 10-16
+    run their first, masked KV block before the loop) is in the tail and not the loop's to do
+    again. A persistent kernel's CTAs loop over tiles; per tile, the KV loop runs for the FLOP
+    its peeled first / last GEMMs leave, and the per-tile code outside the KV loop is the tail
+    (the producer warp's code and the once-per-CTA setup run beside it, uncounted)."""
+    body_flop = sum(flop_per_warp(i) for i in code.body)
+    if code.tile_insts is not None:
+        outside, tail = code.tile_flop_per_warp, code.tile_insts
+    else:
+        outside, tail = code.outside_flop_per_warp or 0.0, code.total_insts - len(code.body)
+    return (4.0 * code.B_r * seq * 128 - outside * code.warps) / (body_flop * code.warps), tail
+
+
 def _kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0, seeds=None,
                  seq: int = SHAPE["seq"], opts: tuple = ()) -> dict:
     occ = occupancy(m, code.registers, code.smem_bytes, code.warps)
@@ -146,15 +166,8 @@ def _kernel_time(code: LoopCode, m: Machine, conflict: float = 1.0, seeds=None,
     waves = math.ceil(ctas / (m.sm_count * occ["ctas"]))
     # Trips from the loop's own tensor work (a compiler may split or unroll the KV loop):
     # the CTA's FLOP (4 B_r S d) over the FLOP one pass of the body does (per warp x warps).
-    body_flop = sum(flop_per_warp(i) for i in code.body)
-    trips = 4.0 * code.B_r * seq * 128 / (body_flop * code.warps)
-    tail = loop * (code.total_insts - len(code.body)) / len(code.body)
-    if code.tile_insts is not None:
-        # a persistent kernel: its CTAs loop over tiles; per tile, the KV loop runs for the
-        # FLOP its peeled first / last GEMMs leave, and the per-tile code outside the loop is
-        # the tail (the producer warp's code and the once-per-CTA setup run beside it)
-        trips = (4.0 * code.B_r * seq * 128 - code.tile_flop_per_warp * code.warps) / (body_flop * code.warps)
-        tail = loop * code.tile_insts / len(code.body)
+    trips, tail_insts = trips_and_tail(code, seq)
+    tail = loop * tail_insts / len(code.body)
     cycles = waves * (trips * loop + tail)
     flop = 4.0 * SHAPE["batch"] * SHAPE["heads"] * seq ** 2 * 128
     slots = sim["slots"]

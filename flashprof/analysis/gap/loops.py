@@ -53,6 +53,10 @@ class LoopCode:
     # and the FLOP one warp's copy of them does (the peeled first / last GEMMs); None: not one
     tile_insts: int | None = None
     tile_flop_per_warp: float = 0.0
+    # FLOP one warp does in tensor instructions outside the KV loop, once per CTA: a peeled
+    # pass (FA2 and the series' kernels 10-16 run their first, masked KV block before the loop)
+    # that the loop's trips must not count again; None: the file does not say
+    outside_flop_per_warp: float | None = 0.0
 
     @property
     def flop_per_iter(self) -> float:
@@ -84,7 +88,13 @@ def fa2_loop(arch: str) -> LoopCode:
     regs = int(re.search(r"REG:(\d+)", text).group(1))
     br, bc, w = FA2_TILE[arch]
     return LoopCode("ref", arch, tuple(body), len(insts), regs, (br + 2 * bc) * 128 * 2,
-                    w, br, bc, str(path.relative_to(REPO)))
+                    w, br, bc, str(path.relative_to(REPO)), outside_flop_per_warp=outside_flop(insts, body))
+
+
+def outside_flop(insts: list[Inst], body: list[Inst]) -> float:
+    """FLOP one warp's tensor instructions do in the function outside the loop body (the
+    body's out-of-line blocks count as the body's): a peeled KV pass, run once per CTA."""
+    return sum(flop_per_warp(i) for i in insts) - sum(flop_per_warp(i) for i in body)
 
 
 def series_file(gpu_key: str, target: str) -> str:
@@ -113,7 +123,7 @@ def series_loop(target: str, stem: str) -> LoopCode:
     arch = "sm_80" if "sm_80" in stem or "sm80" in stem else "sm_86"
     return LoopCode(target, arch, tuple(body), len(insts), int(h["registers"]),
                     int(h["smem_bytes"]), int(h["warps"]), int(h["B_r"]), int(h["B_c"]),
-                    str(path.relative_to(REPO)))
+                    str(path.relative_to(REPO)), outside_flop_per_warp=outside_flop(insts, body))
 
 
 def with_out_of_line(insts: list[Inst], lo: int, hi: int, limit: int = 64) -> list[Inst]:
@@ -156,7 +166,8 @@ def kernel_loop(target: str, arch: str, slug: str) -> LoopCode:
                     int(h["smem_bytes"]), int(h["warps"]), int(h["B_r"]), int(h["B_c"]),
                     str(path.relative_to(REPO)),
                     int(h["tile_instructions"]) if "tile_instructions" in h else None,
-                    float(h.get("tile_flop_per_warp", 0.0)))
+                    float(h.get("tile_flop_per_warp", 0.0)),
+                    float(h["outside_flop_per_warp"]) if "outside_flop_per_warp" in h else None)
 
 
 def listing_lines(insts) -> list[str]:
@@ -192,6 +203,8 @@ def write_kernel_loops(jobs) -> list[Path]:
                  f"# total_instructions: {len(insts)}", f"# loop_span: {insts[lo].addr:#06x}-{insts[hi].addr:#06x}",
                  f"# registers: {stats.registers}", f"# smem_bytes: {smem}", f"# warps: {cfg.n_warps}",
                  f"# B_r: {cfg.B_r}", f"# B_c: {cfg.B_c}"]
+        if not tile:
+            lines.append(f"# outside_flop_per_warp: {outside_flop(insts, insts[lo:hi + 1]):.0f}")
         if tile:
             outside = insts[tile[0]:lo] + insts[hi + 1:tile[1] + 1]
             lines += [f"# tile_loop_span: {insts[tile[0]].addr:#06x}-{insts[tile[1]].addr:#06x}",
