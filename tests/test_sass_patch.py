@@ -73,6 +73,23 @@ def test_patch_changes_only_the_named_bits_of_the_named_opcodes(built, tmp_path,
     assert len(a) == len(b) and sum(x != y for x, y in zip(a, b)) == touched
 
 
+def test_patch_sets_the_stall_count_of_the_named_opcodes(built, tmp_path):
+    from flashprof.kernels.sass.patch import main
+
+    toolchain, cubin = built
+    out = tmp_path / "s2.cubin"
+    assert main([str(cubin), str(out), "--function", "yield_ffma", "--opcodes", "FFMA", "--yield", "1", "--stall", "2"]) == 0
+    before, after = _words(_dump(toolchain, cubin), "yield_ffma"), _words(_dump(toolchain, out), "yield_ffma")
+    stall = lambda hi: hi >> 41 & 0xF
+    for addr, (op, lo, hi) in before.items():
+        op2, lo2, hi2 = after[addr]
+        assert (op2, lo2) == (op, lo)
+        if op == "FFMA":
+            assert stall(hi2) == 2 and hi2 & ~(0xF << 41) == hi & ~(0xF << 41)
+        else:
+            assert hi2 == hi
+
+
 def test_patch_refuses_what_is_not_a_cubin(tmp_path, capsys):
     from flashprof.kernels.sass.patch import PatchError, set_yield
 

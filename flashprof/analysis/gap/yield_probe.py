@@ -11,6 +11,7 @@ warp runs x warps per sub-partition), the median over the timed launches.
 
     python -m flashprof.analysis.gap.yield_probe --predict FOLDER   # before the run: FOLDER's cubins
     python -m flashprof.analysis.gap.yield_probe --sidecar FOLDER   # after: yield.raw.jsonl there
+    (--mode yield2: the second call, stall count 2 with and without the yield bit)
 """
 from __future__ import annotations
 
@@ -32,6 +33,11 @@ from flashprof.kernels.gpus import SHIPPED
 PROBES = {"yield_ffma": ("FFMA", 128, {"orig": "orig.cubin", "y0": "ffma_y0.cubin"}),
           "yield_mix": ("FFMA", 160, {"orig": "orig.cubin", "y0fmul": "mix_y0fmul.cubin", "y0all": "mix_y0all.cubin"}),
           "reuse_hmma": ("HMMA", 32, {"orig": "orig.cubin", "noreuse": "hmma_noreuse.cubin", "y0": "hmma_y0.cubin"})}
+# the second call (yield2): does a cleared yield bit add a cycle to a stall count of 2, or only
+# make it at least 2? (the series' kernels clear it on instructions of stall 2 and more)
+PROBES2 = {"yield_ffma": ("FFMA", 128, {"orig": "orig.cubin", "y0": "ffma_y0.cubin", "s2y1": "ffma_s2y1.cubin",
+                                        "s2y0": "ffma_s2y0.cubin"})}
+MODES = {"yield": PROBES, "yield2": PROBES2}
 PER_SP = (1, 2, 4)
 WHAT = ("yield / operand-reuse probe (flashprof/kernels/ceilings/yield_probe.cu, yield_host.cu; cubins patched "
         "by flashprof.kernels.sass.patch, committed here): cycles per instruction per sub-partition, clock64 "
@@ -64,7 +70,7 @@ def loop_of(sass: str, kernel: str):
     return insts[lo:hi + 1]
 
 
-def predict(folder: Path) -> dict:
+def predict(folder: Path, probes: dict = PROBES) -> dict:
     """The issue model on each cubin's loop: cycles per instruction per sub-partition with 1, 2
     and 4 warps a sub-partition (one CTA, seed 1). The model reads stall counts, barriers and
     pipes from the control codes; it ignores the yield bit and the reuse flags, so where a
@@ -73,7 +79,7 @@ def predict(folder: Path) -> dict:
 
     m = machine(SHIPPED.model_key)
     out = {}
-    for kernel, (_marker, per_pass, variants) in PROBES.items():
+    for kernel, (_marker, per_pass, variants) in probes.items():
         for variant, cubin in variants.items():
             body = loop_of(dump_sass(folder / cubin), kernel)
             n = sum(1 for i in body if i.base == PROBES[kernel][0] or (kernel == "yield_mix" and i.base == "FMUL"))
@@ -83,30 +89,30 @@ def predict(folder: Path) -> dict:
     return out
 
 
-def write_predictions(folder: Path) -> Path:
+def write_predictions(folder: Path, mode: str = "yield") -> Path:
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     rec = {"what": "the issue model's cycles per instruction per sub-partition for every yield probe record, "
                    "written before the run (analysis/gap/yield_probe.py predict)",
            "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"), "commit": head,
-           "records": predict(folder)}
-    out = folder / "yield_predictions.json"
+           "records": predict(folder, MODES[mode])}
+    out = folder / f"{mode}_predictions.json"
     out.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
     return out
 
 
-def write_sidecar(folder: Path, command: str = "bash devjobs/session23.sh") -> Path:
-    rec = sidecar_head(folder, "yield", WHAT, command)
-    raw = folder / "yield.raw.jsonl"
-    runs = sorted(folder.glob("yield.run*.raw.jsonl"))
+def write_sidecar(folder: Path, command: str = "bash devjobs/session23.sh", mode: str = "yield") -> Path:
+    rec = sidecar_head(folder, mode, WHAT, command)
+    raw = folder / f"{mode}.raw.jsonl"
+    runs = sorted(folder.glob(f"{mode}.run*.raw.jsonl"))
     per = measured(raw)
     if len(runs) > 1:
         a, b = measured(runs[0]), measured(runs[1])
         rec["runs_max_difference_pct"] = max(100 * abs(b[n]["cycles_per_inst_sp"] / a[n]["cycles_per_inst_sp"] - 1)
                                              for n in a if n in b)
     # the predictions sit with the cubins, in the shipped GPU's folder (or this one's)
-    pred_file = folder / "yield_predictions.json"
+    pred_file = folder / f"{mode}_predictions.json"
     if not pred_file.is_file():
-        pred_file = same_chip_path("yield/yield_predictions.json") or pred_file
+        pred_file = same_chip_path(f"yield/{mode}_predictions.json") or pred_file
     pred = json.loads(pred_file.read_text()) if pred_file.is_file() else {}
     rec["predicted_before"] = {"file": str(pred_file.relative_to(REPO)) if pred_file.is_file() else None,
                                "created": pred.get("created")}
@@ -117,21 +123,22 @@ def write_sidecar(folder: Path, command: str = "bash devjobs/session23.sh") -> P
         base = per.get(record_name(v["kernel"], "orig", v["warps_per_scheduler"]))
         v["vs_orig"] = None if base is None else v["cycles_per_inst_sp"] / base["cycles_per_inst_sp"]
     rec["per_record"] = per
-    out = folder / "yield.json"
+    out = folder / f"{mode}.json"
     out.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
     return out
 
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    mode = argv[argv.index("--mode") + 1] if "--mode" in argv else "yield"
     if "--predict" in argv:
         folder = Path(argv[argv.index("--predict") + 1]).resolve()
-        path = write_predictions(folder)
+        path = write_predictions(folder, mode)
         for n, v in json.loads(path.read_text())["records"].items():
             print(f"{n:36s} predicted {v:6.3f} cycles / instruction / sub-partition")
     if "--sidecar" in argv:
         folder = Path(argv[argv.index("--sidecar") + 1]).resolve()
-        path = write_sidecar(folder)
+        path = write_sidecar(folder, "bash devjobs/session23.sh" if mode == "yield" else "bash devjobs/session23b.sh", mode)
         for n, v in sorted(json.loads(path.read_text())["per_record"].items()):
             pr = "" if v["predicted"] is None else f"  predicted {v['predicted']:6.3f} ({v['error_pct']:+.1f} %)"
             print(f"{n:36s} {v['cycles_per_inst_sp']:6.3f} (x{v['vs_orig']:.3f} of orig){pr}")

@@ -25,6 +25,7 @@ from typing import Iterable
 
 YIELD_BYTE, YIELD_BIT = 13, 5  # bit 45 of the high 64-bit word = bit 109 of the instruction
 REUSE_BYTE, REUSE_MASK = 15, 0b00111100  # bits 58-61 of the high word = bits 122-125
+STALL_BYTE, STALL_MASK = 13, 0b00011110  # bits 41-44 of the high word = bits 105-108
 
 
 class PatchError(ValueError):
@@ -75,6 +76,14 @@ def set_yield(cubin: bytes, function: str, addrs: Iterable[int], flag: int) -> t
     return _set_bits(cubin, function, addrs, YIELD_BYTE, 1 << YIELD_BIT, (flag & 1) << YIELD_BIT)
 
 
+def set_stall(cubin: bytes, function: str, addrs: Iterable[int], stall: int) -> tuple[bytes, int]:
+    """The cubin with the stall count (control bits 0-3: bits 41-44 of the high word, bits 1-4 of
+    byte 13) of the instructions at ``addrs`` set to ``stall``; raising it only delays the warp."""
+    if not 0 <= stall <= 15:
+        raise PatchError(f"stall count {stall}: 0-15")
+    return _set_bits(cubin, function, addrs, STALL_BYTE, STALL_MASK, stall << 1)
+
+
 def clear_reuse(cubin: bytes, function: str, addrs: Iterable[int]) -> tuple[bytes, int]:
     """The cubin with the operand-reuse flags of the instructions at ``addrs`` cleared."""
     return _set_bits(cubin, function, addrs, REUSE_BYTE, REUSE_MASK, 0)
@@ -94,6 +103,7 @@ def main(argv=None) -> int:
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--yield", dest="flag", type=int, choices=(0, 1))
     what.add_argument("--no-reuse", action="store_true")
+    ap.add_argument("--stall", type=int, help="also set the stall count of the same instructions")
     a = ap.parse_args(argv)
     try:
         insns = parse_insns(dump_sass(a.cubin)).get(a.function)
@@ -101,13 +111,17 @@ def main(argv=None) -> int:
             raise PatchError(f"no function {a.function} in {a.cubin}")
         ops = set(a.opcodes.split(","))
         addrs = [i.addr for i in insns if i.opcode in ops]
-        data, n = (clear_reuse(a.cubin.read_bytes(), a.function, addrs) if a.no_reuse else
-                   set_yield(a.cubin.read_bytes(), a.function, addrs, a.flag))
+        data = a.cubin.read_bytes()
+        if a.stall is not None:
+            data, _ = set_stall(data, a.function, addrs, a.stall)
+        data, n = (clear_reuse(data, a.function, addrs) if a.no_reuse else
+                   set_yield(data, a.function, addrs, a.flag))
     except (OSError, PatchError) as e:
         print(f"patch: {e}", file=sys.stderr)
         return 2
     a.out.write_bytes(data)
-    what = "reuse flags cleared" if a.no_reuse else f"yield {a.flag}"
+    what = ("reuse flags cleared" if a.no_reuse else f"yield {a.flag}") + \
+        ("" if a.stall is None else f", stall {a.stall}")
     print(f"{a.out}: {what} on {n} instruction(s) of {a.function} ({a.opcodes})")
     return 0
 
