@@ -83,15 +83,13 @@ def build_cubin(nvcc: str, listing: str, info: dict, arch: str, bdir: Path) -> P
 
 
 def elf_sections(data: bytes) -> dict[str, tuple[int, int]]:
-    """{section name: (file offset, size)} from an ELF64 little-endian file's section headers."""
-    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
-        raise Fail("not an ELF64 little-endian cubin")
-    shoff, = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
-    # Elf64_Shdr: sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size, ...
-    hdrs = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
-    strtab = hdrs[shstrndx][4]
-    return {data[strtab + h[0]:data.index(b"\0", strtab + h[0])].decode(): (h[4], h[5]) for h in hdrs}
+    """{section name: (file offset, size)}: flashprof.kernels.sass.patch's reading of the ELF."""
+    from flashprof.kernels.sass.patch import PatchError, elf_sections as sections
+
+    try:
+        return sections(data)
+    except PatchError as e:
+        raise Fail(str(e)) from None
 
 
 def kernel_text(data: bytes) -> tuple[str, int, int]:

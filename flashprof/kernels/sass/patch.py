@@ -32,20 +32,24 @@ class PatchError(ValueError):
     """Not a 64-bit little-endian ELF, or no such function / address in it."""
 
 
-def text_section(cubin: bytes, function: str) -> tuple[int, int]:
-    """(file offset, size) of ``.text.<function>``."""
+def elf_sections(cubin: bytes) -> dict[str, tuple[int, int]]:
+    """{section name: (file offset, size)} from a 64-bit little-endian ELF's section headers."""
     if cubin[:4] != b"\x7fELF" or cubin[4] != 2 or cubin[5] != 1:
         raise PatchError("not a 64-bit little-endian ELF (a cubin)")
     shoff, = struct.unpack_from("<Q", cubin, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    # Elf64_Shdr: sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size, ...
     headers = [struct.unpack_from("<IIQQQQ", cubin, shoff + k * shentsize) for k in range(shnum)]
     strtab = headers[shstrndx][4]
-    want = f".text.{function}".encode()
-    for name, _type, _flags, _addr, offset, size in headers:
-        end = cubin.index(b"\0", strtab + name)
-        if cubin[strtab + name:end] == want:
-            return offset, size
-    raise PatchError(f"no section .text.{function} in the cubin")
+    return {cubin[strtab + h[0]:cubin.index(b"\0", strtab + h[0])].decode(): (h[4], h[5]) for h in headers}
+
+
+def text_section(cubin: bytes, function: str) -> tuple[int, int]:
+    """(file offset, size) of ``.text.<function>``."""
+    found = elf_sections(cubin).get(f".text.{function}")
+    if found is None:
+        raise PatchError(f"no section .text.{function} in the cubin")
+    return found
 
 
 def yield_flag(cubin: bytes, function: str, addr: int) -> int:
