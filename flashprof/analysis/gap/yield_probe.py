@@ -79,10 +79,11 @@ def predict(folder: Path, probes: dict = PROBES) -> dict:
 
     m = machine(SHIPPED.model_key)
     out = {}
-    for kernel, (_marker, per_pass, variants) in probes.items():
+    for kernel, (marker, _per_pass, variants) in probes.items():
+        timed = {marker, "FMUL"} if kernel == "yield_mix" else {marker}  # the instructions a pass times
         for variant, cubin in variants.items():
             body = loop_of(dump_sass(folder / cubin), kernel)
-            n = sum(1 for i in body if i.base == PROBES[kernel][0] or (kernel == "yield_mix" and i.base == "FMUL"))
+            n = sum(1 for i in body if i.base in timed)
             for per_sp in PER_SP:
                 sim = simulate(list(body), m, 1, SUBPARTITIONS * per_sp, 8, seed=1)
                 out[record_name(kernel, variant, per_sp)] = sim["cycles_per_iter"] / (n * per_sp)
