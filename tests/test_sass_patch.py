@@ -97,12 +97,12 @@ def test_patch_refuses_what_is_not_a_cubin(tmp_path, capsys):
         set_yield(b"not an elf at all", "f", [0], 0)
 
 
-def _probe_run():
+def _probe_run(mode: str = "yield"):
     import json
 
     from flashprof.analysis.gap.ceil_run import same_chip_path
 
-    raw = same_chip_path("yield/yield.raw.jsonl")
+    raw = same_chip_path(f"yield/{mode}.raw.jsonl")
     if raw is None:
         pytest.skip("no yield probe run committed")
     recs = [json.loads(x) for x in raw.read_text().splitlines() if x.strip()]
@@ -137,6 +137,29 @@ def test_the_probe_sidecar_is_the_raw_run():
     raw, rec = _probe_run()
     side = json.loads(raw.with_name("yield.json").read_text())
     assert side["raw"] == "yield.raw.jsonl" and len(side["runs"]) == 2 and side["gpu"]
+    assert side["predicted_before"]["created"] < side["created"]
+    for name, r in rec.items():
+        assert side["per_record"][name]["cycles_per_inst_sp"] == pytest.approx(_cpi(r))
+
+
+def test_a_cleared_yield_bit_adds_nothing_to_a_stall_count_of_two():
+    """The probe's second call (docs/METHOD.md), from the raw spans: FFMA at stall count 2 costs a
+    lone warp the same with its yield bit set or cleared, and as much as stall 1 with it cleared;
+    stall 2 is one cycle over stall 1 with the bit set (the lone warp's fixed wait is the count)."""
+    _raw, rec = _probe_run("yield2")
+    r = lambda v, w: _cpi(rec[f"yield_yield_ffma_{v}_w{w}"])
+    for w in (1, 2, 4):
+        assert r("s2y0", w) == pytest.approx(r("s2y1", w), rel=0.005)
+    assert r("s2y1", 1) == pytest.approx(r("y0", 1), rel=0.005)
+    assert r("s2y1", 1) - r("orig", 1) == pytest.approx(1.0, abs=0.05)
+
+
+def test_the_second_probe_sidecar_is_its_raw_run():
+    import json
+
+    raw, rec = _probe_run("yield2")
+    side = json.loads(raw.with_name("yield2.json").read_text())
+    assert side["raw"] == "yield2.raw.jsonl" and len(side["runs"]) == 2 and side["gpu"]
     assert side["predicted_before"]["created"] < side["created"]
     for name, r in rec.items():
         assert side["per_record"][name]["cycles_per_inst_sp"] == pytest.approx(_cpi(r))
