@@ -37,7 +37,10 @@ PROBES = {"yield_ffma": ("FFMA", 128, {"orig": "orig.cubin", "y0": "ffma_y0.cubi
 # make it at least 2? (the series' kernels clear it on instructions of stall 2 and more)
 PROBES2 = {"yield_ffma": ("FFMA", 128, {"orig": "orig.cubin", "y0": "ffma_y0.cubin", "s2y1": "ffma_s2y1.cubin",
                                         "s2y0": "ffma_s2y0.cubin"})}
-MODES = {"yield": PROBES, "yield2": PROBES2}
+# the XU probe (flashprof/kernels/ceilings/xu_probe.cu, one cubin, nothing patched): MUFU.EX2 in
+# the softmax's mix, 1 / 2 / 3 FP32 instructions per exponential (cycles per EX2 per sub-partition)
+PROBES_XU = {k: ("MUFU", 128, {"orig": "xu.cubin"}) for k in ("xu_soft1", "xu_soft2", "xu_soft3")}
+MODES = {"yield": PROBES, "yield2": PROBES2, "xu": PROBES_XU}
 PER_SP = (1, 2, 4)
 WHAT = ("yield / operand-reuse probe (flashprof/kernels/ceilings/yield_probe.cu, yield_host.cu; cubins patched "
         "by flashprof.kernels.sass.patch, committed here): cycles per instruction per sub-partition, clock64 "
@@ -63,18 +66,19 @@ def measured(path: Path) -> dict[str, dict]:
     return out
 
 
-def loop_of(sass: str, kernel: str):
+def loop_of(sass: str, kernel: str, marker: str | None = None):
     insts = parse(sass)[kernel]
-    marker = PROBES[kernel][0]
+    marker = marker or PROBES[kernel][0]
     lo, hi = main_loop(insts, marker)
     return insts[lo:hi + 1]
 
 
-def predict(folder: Path, probes: dict = PROBES) -> dict:
+def predict(folder: Path, probes: dict = PROBES, policy: str = "greedy") -> dict:
     """The issue model on each cubin's loop: cycles per instruction per sub-partition with 1, 2
     and 4 warps a sub-partition (one CTA, seed 1). The model reads stall counts, barriers and
     pipes from the control codes; it ignores the yield bit and the reuse flags, so where a
-    measured variant differs from the compiler's cubin the difference is theirs."""
+    measured variant differs from the compiler's cubin the difference is theirs. ``policy``: the
+    scheduler's warp choice (scheduler.simulate)."""
     from flashprof.kernels.sass.static import dump_sass
 
     m = machine(SHIPPED.model_key)
@@ -82,10 +86,10 @@ def predict(folder: Path, probes: dict = PROBES) -> dict:
     for kernel, (marker, _per_pass, variants) in probes.items():
         timed = {marker, "FMUL"} if kernel == "yield_mix" else {marker}  # the instructions a pass times
         for variant, cubin in variants.items():
-            body = loop_of(dump_sass(folder / cubin), kernel)
+            body = loop_of(dump_sass(folder / cubin), kernel, marker)
             n = sum(1 for i in body if i.base in timed)
             for per_sp in PER_SP:
-                sim = simulate(list(body), m, 1, SUBPARTITIONS * per_sp, 8, seed=1)
+                sim = simulate(list(body), m, 1, SUBPARTITIONS * per_sp, 8, seed=1, policy=policy)
                 out[record_name(kernel, variant, per_sp)] = sim["cycles_per_iter"] / (n * per_sp)
     return out
 
@@ -96,6 +100,11 @@ def write_predictions(folder: Path, mode: str = "yield") -> Path:
                    "written before the run (analysis/gap/yield_probe.py predict)",
            "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"), "commit": head,
            "records": predict(folder, MODES[mode])}
+    if mode == "xu":  # the warp choice matters with 2 and 4 warps a sub-partition: both, named
+        rec["records_round_robin"] = predict(folder, MODES[mode], policy="round_robin")
+        m = machine(SHIPPED.model_key)
+        rec["machine"] = {"xu_issue_steal": m.xu_issue_steal, "xu_steal_scope": m.xu_steal_scope,
+                          "mufu_interval": m.mufu_interval, "mufu_latency": m.mufu_latency}
     out = folder / f"{mode}_predictions.json"
     out.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
     return out
