@@ -163,3 +163,35 @@ def test_the_second_probe_sidecar_is_its_raw_run():
     assert side["predicted_before"]["created"] < side["created"]
     for name, r in rec.items():
         assert side["per_record"][name]["cycles_per_inst_sp"] == pytest.approx(_cpi(r))
+
+
+def test_ex2_in_the_softmax_mix_runs_at_the_xu_pipe_rate():
+    """The XU probe (ceilings/xu_probe.cu, docs/METHOD.md), from the raw spans: with 2 and 4 warps
+    a sub-partition, MUFU.EX2 with 1, 2 or 3 FP32 instructions per exponential takes the XU
+    pipe's own interval (the ceilings' mufu_ex2 rate on the same SM: 32 lanes over its per-
+    sub-partition lanes a cycle) within 2 %: the FP32 work around it does not hold the pipe."""
+    import json
+
+    from flashprof.analysis.gap.constants import CEILINGS
+
+    _raw, rec = _probe_run("xu")
+    if not CEILINGS.is_file():
+        pytest.skip(f"{CEILINGS} absent")
+    rate = next(m["value"] for m in json.loads(CEILINGS.read_text())["measurements"]
+                if m["name"] == "mufu_ex2" and m["kind"] == "throughput")
+    interval = 32 / (rate / 4)  # 4 sub-partitions an SM
+    for k in ("xu_soft1", "xu_soft2", "xu_soft3"):
+        for w in (2, 4):
+            assert _cpi(rec[f"yield_{k}_orig_w{w}"]) == pytest.approx(interval, rel=0.02)
+
+
+def test_the_xu_probe_sidecar_is_its_raw_run_and_was_predicted_first():
+    import json
+
+    raw, rec = _probe_run("xu")
+    side = json.loads(raw.with_name("xu.json").read_text())
+    assert side["raw"] == "xu.raw.jsonl" and len(side["runs"]) == 2 and side["gpu"]
+    assert side["predicted_before"]["created"] < side["created"]
+    for name, r in rec.items():
+        assert side["per_record"][name]["cycles_per_inst_sp"] == pytest.approx(_cpi(r))
+        assert side["per_record"][name]["predicted"] is not None

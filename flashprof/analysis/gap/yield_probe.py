@@ -11,7 +11,8 @@ warp runs x warps per sub-partition), the median over the timed launches.
 
     python -m flashprof.analysis.gap.yield_probe --predict FOLDER   # before the run: FOLDER's cubins
     python -m flashprof.analysis.gap.yield_probe --sidecar FOLDER   # after: yield.raw.jsonl there
-    (--mode yield2: the second call, stall count 2 with and without the yield bit)
+    (--mode yield2: the second call, stall count 2 with and without the yield bit;
+     --mode xu: the XU probe, ceilings/xu_probe.cu, MUFU.EX2 in the softmax's mix)
 """
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ PROBES2 = {"yield_ffma": ("FFMA", 128, {"orig": "orig.cubin", "y0": "ffma_y0.cub
 # the softmax's mix, 1 / 2 / 3 FP32 instructions per exponential (cycles per EX2 per sub-partition)
 PROBES_XU = {k: ("MUFU", 128, {"orig": "xu.cubin"}) for k in ("xu_soft1", "xu_soft2", "xu_soft3")}
 MODES = {"yield": PROBES, "yield2": PROBES2, "xu": PROBES_XU}
+COMMANDS = {"yield": "bash devjobs/session23.sh", "yield2": "bash devjobs/session23b.sh",
+            "xu": "bash devjobs/session24b.sh"}  # the device job that ran each mode
 PER_SP = (1, 2, 4)
 WHAT = ("yield / operand-reuse probe (flashprof/kernels/ceilings/yield_probe.cu, yield_host.cu; cubins patched "
         "by flashprof.kernels.sass.patch, committed here): cycles per instruction per sub-partition, clock64 "
@@ -148,7 +151,7 @@ def main(argv=None) -> int:
             print(f"{n:36s} predicted {v:6.3f} cycles / instruction / sub-partition")
     if "--sidecar" in argv:
         folder = Path(argv[argv.index("--sidecar") + 1]).resolve()
-        path = write_sidecar(folder, "bash devjobs/session23.sh" if mode == "yield" else "bash devjobs/session23b.sh", mode)
+        path = write_sidecar(folder, COMMANDS[mode], mode)
         for n, v in sorted(json.loads(path.read_text())["per_record"].items()):
             pr = "" if v["predicted"] is None else f"  predicted {v['predicted']:6.3f} ({v['error_pct']:+.1f} %)"
             print(f"{n:36s} {v['cycles_per_inst_sp']:6.3f} (x{v['vs_orig']:.3f} of orig){pr}")
