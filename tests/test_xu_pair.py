@@ -118,3 +118,28 @@ def test_the_machine_takes_the_scope_the_wgsplit5_run_chose():
     assert mb["check"] == "ok"
     want = (statistics.median(mb["cycles_2n"]) - statistics.median(mb["cycles"])) / mb["n"]
     assert m.mbar_wait_latency == pytest.approx(want)
+
+
+def test_the_full_rate_candidate_charges_only_back_to_back_fp32():
+    """``xu_steal_scope`` "fp32_full" (docs/METHOD.md's candidate C2), on the XU probe's softmax
+    loop with 3 FP32 per EX2 at 4 warps a sub-partition (reports/h200/yield/xu.sass): it charges
+    less than the committed scope (C0), which charges every FP32 instruction beside a busy XU, and
+    more than no steal (C1); with no steal it is no steal."""
+    import dataclasses
+
+    from flashprof.analysis.gap.constants import machine
+    from flashprof.analysis.gap.data import REPO
+    from flashprof.analysis.gap.scheduler import simulate
+    from flashprof.analysis.gap.yield_probe import loop_of
+    from flashprof.kernels.gpus import SHIPPED
+
+    sass = REPO / "reports" / "h200" / "yield" / "xu.sass"
+    if not sass.is_file():
+        pytest.skip(f"{sass} absent")
+    body = loop_of(sass.read_text(), "xu_soft3", "MUFU")
+    m0 = dataclasses.replace(machine(SHIPPED.model_key), xu_issue_steal=0.65, xu_steal_scope="fp32")
+    cyc = lambda m: simulate(list(body), m, 1, 16, 8, seed=1)["cycles_per_iter"]
+    c0, c1 = cyc(m0), cyc(dataclasses.replace(m0, xu_issue_steal=0.0))
+    c2 = cyc(dataclasses.replace(m0, xu_steal_scope="fp32_full"))
+    assert c1 < c2 < c0
+    assert cyc(dataclasses.replace(m0, xu_steal_scope="fp32_full", xu_issue_steal=0.0)) == c1

@@ -350,7 +350,7 @@ def _wgmma_interplay(path: Path, sources: dict) -> dict:
         out["xu_issue_steal"] = float(mufu["xu_issue_steal"])
         out["wgmma_xu_factor"] = float(mufu["wgmma_xu_factor"])
     sc = data.get("xu_scope") or {}
-    if sc.get("xu_steal_scope") in ("subpartition", "warp", "fp32", "fma") and "xu_issue_steal" in out:
+    if sc.get("xu_steal_scope") in ("subpartition", "warp", "fp32", "fma", "fp32_full") and "xu_issue_steal" in out:
         sources["xu_steal_scope"] = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (ceilings "
                                      f"{_mode(sc.get('run'))}, {sc.get('run', 'wgsplit4.raw.jsonl')}: one warp's EX2 beside a "
                                      f"neighbour's FP32 / ALU / IMAD instruction, predicted before the run; MAE " + ", ".join(

@@ -94,7 +94,11 @@ ALU_OPS = {"FMNMX", "FSETP", "FSEL", "FCHK", "FSET", "ISETP", "IADD3", "IADD", "
 # (tensor_issue_steal): the tensor instructions themselves and those the model issues free.
 _NO_STEAL = ("tensor", "none", "wgmma", "wgmma_ctl")
 # Machine.xu_steal_scope -> the other warps' pipes whose issue holds a busy XU (None: every pipe)
-XU_STEAL_PIPES = {"subpartition": None, "warp": (), "fp32": ("fp32",), "fma": ("fp32", "imad")}
+XU_STEAL_PIPES = {"subpartition": None, "warp": (), "fp32": ("fp32",), "fma": ("fp32", "imad"),
+                  "fp32_full": ("fp32",)}
+# "fp32_full" (a candidate, docs/METHOD.md's rule for judging it): only an FP32-pipe instruction,
+# of any warp, issued while the XU is busy and within one FP32 issue interval (fp32_interval /
+# fp32_halves) of the sub-partition's previous FP32-pipe instruction -- FP32 at full rate -- holds it.
 JITTER = 4.0  # cycles; an assumption (see simulate), not a fitted value
 
 
@@ -317,6 +321,8 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     xu_owner = [None] * SUBPARTITIONS           # the warp whose MUFU issued last on the XU pipe
     # other warps' pipes that hold a busy XU (xu_steal_scope); the MUFU's own warp: every pipe
     others_steal = XU_STEAL_PIPES[m.xu_steal_scope]
+    full_rate_only = m.xu_steal_scope == "fp32_full"
+    last_fp32 = [-1e9] * SUBPARTITIONS          # the cycle of each sub-partition's last FP32-pipe issue
     # measured beside HMMA only (mma_mix); beside HGMMA it is Machine.wgmma_issue_steal
     steal = m.wgmma_issue_steal if shapes else m.tensor_issue_steal
     finish = {}
@@ -380,6 +386,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                     _take(busy[sp], "fp32a", t, m.fp32_interval / _fp32_left(m, hgmma_windows, t))
                     _steal(m, sp, t, live, stolen, shifted, busy, wg_chain)
                 elif p == "fp32":
+                    prev_fp32, last_fp32[sp] = last_fp32[sp], t
                     unit = "fp32a" if m.fp32_halves == 1 or busy[sp]["fp32a"] <= busy[sp]["fp32b"] else "fp32b"
                     _take(busy[sp], unit, t, m.fp32_interval / _fp32_left(m, hgmma_windows, t))
                     _steal(m, sp, t, live, stolen, shifted, busy, wg_chain)
@@ -437,7 +444,9 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                 elif steal and p not in _NO_STEAL and busy[sp]["tensor"] > t:
                     busy[sp]["tensor"] += steal
                 if m.xu_issue_steal and p != "xu" and p not in _NO_STEAL and busy[sp]["xu"] > t \
-                        and (xu_owner[sp] == w.wid or others_steal is None or p in others_steal):
+                        and (xu_owner[sp] == w.wid or others_steal is None or p in others_steal) \
+                        and (not full_rate_only
+                             or (p == "fp32" and t - prev_fp32 <= m.fp32_interval / m.fp32_halves)):
                     busy[sp]["xu"] += m.xu_issue_steal  # issue beside a busy XU pipe (ceilings wgsplit3)
                 if seed and done > t + 1:  # variable latency varies: 0-4 cycles of jitter
                     done += rng.random() * JITTER
