@@ -41,9 +41,13 @@ PROBES2 = {"yield_ffma": ("FFMA", 128, {"orig": "orig.cubin", "y0": "ffma_y0.cub
 # the XU probe (flashprof/kernels/ceilings/xu_probe.cu, one cubin, nothing patched): MUFU.EX2 in
 # the softmax's mix, 1 / 2 / 3 FP32 instructions per exponential (cycles per EX2 per sub-partition)
 PROBES_XU = {k: ("MUFU", 128, {"orig": "xu.cubin"}) for k in ("xu_soft1", "xu_soft2", "xu_soft3")}
-MODES = {"yield": PROBES, "yield2": PROBES2, "xu": PROBES_XU}
+# FA2's compute skeleton (flashprof/kernels/ceilings/mix_probe.cu): 96 HMMA and 32 EX2 a pass, no
+# memory; cycles per HMMA per sub-partition (6.0: the tensor pipe alone), a held-out check of the
+# model's interplay and XU rules on FA2's own instruction mix
+PROBES_MIX = {"fa2_skel": ("HMMA", 96, {"orig": "mix.cubin"})}
+MODES = {"yield": PROBES, "yield2": PROBES2, "xu": PROBES_XU, "mix": PROBES_MIX}
 COMMANDS = {"yield": "bash devjobs/session23.sh", "yield2": "bash devjobs/session23b.sh",
-            "xu": "bash devjobs/session24b.sh"}  # the device job that ran each mode
+            "xu": "bash devjobs/session24b.sh", "mix": "bash devjobs/session24c.sh"}  # the device job of each mode
 PER_SP = (1, 2, 4)
 WHAT = ("yield / operand-reuse probe (flashprof/kernels/ceilings/yield_probe.cu, yield_host.cu; cubins patched "
         "by flashprof.kernels.sass.patch, committed here): cycles per instruction per sub-partition, clock64 "
@@ -76,7 +80,7 @@ def loop_of(sass: str, kernel: str, marker: str | None = None):
     return insts[lo:hi + 1]
 
 
-def predict(folder: Path, probes: dict = PROBES, policy: str = "greedy") -> dict:
+def predict(folder: Path, probes: dict = PROBES, policy: str = "greedy", m=None) -> dict:
     """The issue model on each cubin's loop: cycles per instruction per sub-partition with 1, 2
     and 4 warps a sub-partition (one CTA, seed 1). The model reads stall counts, barriers and
     pipes from the control codes; it ignores the yield bit and the reuse flags, so where a
@@ -84,7 +88,7 @@ def predict(folder: Path, probes: dict = PROBES, policy: str = "greedy") -> dict
     scheduler's warp choice (scheduler.simulate)."""
     from flashprof.kernels.sass.static import dump_sass
 
-    m = machine(SHIPPED.model_key)
+    m = m or machine(SHIPPED.model_key)
     out = {}
     for kernel, (marker, _per_pass, variants) in probes.items():
         timed = {marker, "FMUL"} if kernel == "yield_mix" else {marker}  # the instructions a pass times
@@ -103,11 +107,16 @@ def write_predictions(folder: Path, mode: str = "yield") -> Path:
                    "written before the run (analysis/gap/yield_probe.py predict)",
            "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"), "commit": head,
            "records": predict(folder, MODES[mode])}
-    if mode == "xu":  # the warp choice matters with 2 and 4 warps a sub-partition: both, named
+    if mode in ("xu", "mix"):  # the warp choice matters with 2 and 4 warps a sub-partition: both, named
         rec["records_round_robin"] = predict(folder, MODES[mode], policy="round_robin")
         m = machine(SHIPPED.model_key)
         rec["machine"] = {"xu_issue_steal": m.xu_issue_steal, "xu_steal_scope": m.xu_steal_scope,
                           "mufu_interval": m.mufu_interval, "mufu_latency": m.mufu_latency}
+    if mode == "mix":  # the XU rule's other candidates too (analysis/gap/xu_rule.py), for comparison only
+        from flashprof.analysis.gap.xu_rule import candidates
+
+        for c, mc in candidates().items():
+            rec[f"records_{c}"] = predict(folder, MODES[mode], m=mc)
     out = folder / f"{mode}_predictions.json"
     out.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
     return out
