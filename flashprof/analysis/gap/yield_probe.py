@@ -45,9 +45,12 @@ PROBES_XU = {k: ("MUFU", 128, {"orig": "xu.cubin"}) for k in ("xu_soft1", "xu_so
 # memory; cycles per HMMA per sub-partition (6.0: the tensor pipe alone), a held-out check of the
 # model's interplay and XU rules on FA2's own instruction mix
 PROBES_MIX = {"fa2_skel": ("HMMA", 96, {"orig": "mix.cubin"})}
-MODES = {"yield": PROBES, "yield2": PROBES2, "xu": PROBES_XU, "mix": PROBES_MIX}
+# the same without the exponential (mix2.cubin: no MUFU), to tell the HMMA side from the XU side
+PROBES_MIX2 = {"fa2_skel_noexp": ("HMMA", 96, {"orig": "mix2.cubin"})}
+MODES = {"yield": PROBES, "yield2": PROBES2, "xu": PROBES_XU, "mix": PROBES_MIX, "mix2": PROBES_MIX2}
 COMMANDS = {"yield": "bash devjobs/session23.sh", "yield2": "bash devjobs/session23b.sh",
-            "xu": "bash devjobs/session24b.sh", "mix": "bash devjobs/session24c.sh"}  # the device job of each mode
+            "xu": "bash devjobs/session24b.sh", "mix": "bash devjobs/session24c.sh",
+            "mix2": "bash devjobs/session24d.sh"}  # the device job of each mode
 PER_SP = (1, 2, 4)
 WHAT = ("yield / operand-reuse probe (flashprof/kernels/ceilings/yield_probe.cu, yield_host.cu; cubins patched "
         "by flashprof.kernels.sass.patch, committed here): cycles per instruction per sub-partition, clock64 "
@@ -107,7 +110,7 @@ def write_predictions(folder: Path, mode: str = "yield") -> Path:
                    "written before the run (analysis/gap/yield_probe.py predict)",
            "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"), "commit": head,
            "records": predict(folder, MODES[mode])}
-    if mode in ("xu", "mix"):  # the warp choice matters with 2 and 4 warps a sub-partition: both, named
+    if mode in ("xu", "mix", "mix2"):  # the warp choice matters with 2 and 4 warps a sub-partition: both, named
         rec["records_round_robin"] = predict(folder, MODES[mode], policy="round_robin")
         m = machine(SHIPPED.model_key)
         rec["machine"] = {"xu_issue_steal": m.xu_issue_steal, "xu_steal_scope": m.xu_steal_scope,

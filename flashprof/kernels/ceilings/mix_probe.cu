@@ -6,6 +6,7 @@
 // pipe, the XU pipe and how the two streams of each sub-partition's warps interleave -- what the
 // issue model's interplay and XU rules decide. Timed with the yield probe's host (yield_host.cu:
 // one CTA on one SM, 1 / 2 / 4 warps a sub-partition, clock64 spans; work = 96 HMMAs a pass).
+// reports/h200/yield/mix.cubin holds fa2_skel as first built; mix2.cubin both kernels.
 #include <cstdint>
 
 __device__ __forceinline__ float ex2(float x) {
@@ -27,8 +28,8 @@ __device__ __forceinline__ uint32_t pack(float lo, float hi) {
     return r;
 }
 
-extern "C" __global__ void __launch_bounds__(512)
-fa2_skel(float* out, long long* cycles, int iters, float b, float c) {
+template <bool kExp>
+__device__ __forceinline__ void skeleton(float* out, long long* cycles, int iters, float b, float c) {
     uint32_t q[2][4], kb[8][2];
     for (int r = 0; r < 4; ++r) q[0][r] = __float_as_uint(b) ^ (threadIdx.x + r), q[1][r] = q[0][r] + 0x10001u;
     for (int n = 0; n < 8; ++n) kb[n][0] = q[0][n & 3] + n, kb[n][1] = q[1][(n + 1) & 3] - n;
@@ -46,7 +47,7 @@ fa2_skel(float* out, long long* cycles, int iters, float b, float c) {
         for (int n = 0; n < 8; ++n) {
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-                s[n][e] = ex2(fmaf(s[n][e], scale, -m));
+                s[n][e] = kExp ? ex2(fmaf(s[n][e], scale, -m)) : fmaf(s[n][e], scale, -m);
                 l[n] += s[n][e];
             }
             p[n >> 1][(n & 1) * 2] = pack(s[n][0], s[n][1]);
@@ -63,3 +64,10 @@ fa2_skel(float* out, long long* cycles, int iters, float b, float c) {
     for (int n = 0; n < 8; ++n) acc += o[n][0] + o[n][1] + o[n][2] + o[n][3] + l[n];
     out[threadIdx.x] = acc;
 }
+
+extern "C" __global__ void __launch_bounds__(512)
+fa2_skel(float* out, long long* cycles, int iters, float b, float c) { skeleton<true>(out, cycles, iters, b, c); }
+
+// The same without the exponential (no MUFU): what the HMMA stream and the FP32 work cost alone.
+extern "C" __global__ void __launch_bounds__(512)
+fa2_skel_noexp(float* out, long long* cycles, int iters, float b, float c) { skeleton<false>(out, cycles, iters, b, c); }
