@@ -195,3 +195,20 @@ def test_the_xu_probe_sidecar_is_its_raw_run_and_was_predicted_first():
     for name, r in rec.items():
         assert side["per_record"][name]["cycles_per_inst_sp"] == pytest.approx(_cpi(r))
         assert side["per_record"][name]["predicted"] is not None
+
+
+@pytest.mark.parametrize("mode", ["mix", "mix2"])
+def test_the_mix_probe_sidecars_are_their_raw_runs_and_were_predicted_first(mode):
+    """FA2's compute skeleton (ceilings/mix_probe.cu): each sidecar is its raw run, predicted
+    before it ran; the runs agree within 0.5 %, and the skeleton never beats the tensor pipe
+    alone (6 cycles an HMMA.16816.F32 a sub-partition at the mma.sync rate)."""
+    import json
+
+    raw, rec = _probe_run(mode)
+    side = json.loads(raw.with_name(f"{mode}.json").read_text())
+    assert side["raw"] == f"{mode}.raw.jsonl" and len(side["runs"]) == 2 and side["gpu"]
+    assert side["predicted_before"]["created"] < side["created"]
+    assert side["runs_max_difference_pct"] < 0.5
+    for name, r in rec.items():
+        assert side["per_record"][name]["cycles_per_inst_sp"] == pytest.approx(_cpi(r))
+        assert _cpi(r) > 6.0
