@@ -526,7 +526,10 @@ def test_the_xu_costs_are_derived_from_their_own_records_and_judged_on_the_rest(
     body = wi.split_loops()[name]["other"]
     work = sum(1 for i in body if i.base in ("FFMA", "FMUL", "FADD", "FMNMX", "MUFU"))
     its = round(512 * 8 * 16 / 8 / work)
-    sim = simulate(list(body), m, 1, 4, iterations=its, seed=1)
+    # judged before the XU rule (analysis/gap/xu_rule.py) narrowed whose issue holds the XU: with
+    # one warp a sub-partition every scope of that time charges the warp's own instructions
+    then = dataclasses.replace(m, xu_steal_scope="fp32")
+    sim = simulate(list(body), then, 1, 4, iterations=its, seed=1)
     got = max(sim["finish_by_warp"].values()) / (its * work)
     want = med(recs[name]["cycles"]) / (recs[name]["n"] * 8 * 16)
     assert j1["alone_pct"][name] == pytest.approx(100 * (got / want - 1), abs=0.01)

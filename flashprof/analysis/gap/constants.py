@@ -356,6 +356,18 @@ def _wgmma_interplay(path: Path, sources: dict) -> dict:
                                      f"neighbour's FP32 / ALU / IMAD instruction, predicted before the run; MAE " + ", ".join(
                                          f"{k} {v:.1f} %" for k, v in (sc.get("mae_pct") or {}).items()) + f") = {sc['xu_steal_scope']}")
         out["xu_steal_scope"] = sc["xu_steal_scope"]
+    rule = data.get("xu_rule") or {}
+    if rule.get("xu_steal_scope") in ("fp32", "fp32_full") and isinstance(rule.get("xu_issue_steal"), (int, float)) \
+            and "xu_issue_steal" in out:
+        # the rule judged on every XU record of the SM (analysis/gap/xu_rule.py) over the scope alone
+        where = f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (xu_rule: "
+        pooled = ", ".join(f"{c} {v:.1f} %" for c, v in (rule.get("pooled_mae_pct") or {}).items())
+        sources["xu_steal_scope"] = (f"{where}wgsplit3, wgsplit5 and the XU probe's records, rule written before "
+                                     f"scoring; pooled MAE {pooled}; {rule.get('choice')}) = {rule['xu_steal_scope']}")
+        if rule["xu_issue_steal"] != out["xu_issue_steal"]:
+            sources["xu_issue_steal"] = f"{where}{rule.get('choice')}) = {rule['xu_issue_steal']:g}"
+        out["xu_steal_scope"] = rule["xu_steal_scope"]
+        out["xu_issue_steal"] = float(rule["xu_issue_steal"])
     mb = data.get("mbar") or {}
     if isinstance(mb.get("mbar_wait_latency"), (int, float)) and mb["mbar_wait_latency"] > 0:
         sources["mbar_wait_latency"] = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (ceilings "

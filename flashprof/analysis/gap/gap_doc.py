@@ -70,6 +70,14 @@ def _wgmma_mix_sentence(k7: dict, ref: dict | None = None) -> str:
                     f"the EX2 and softmax mixes alone {_f(w.get('alone_mae_pct'))} % MAE ({_f(wo.get('alone_mae_pct'))} % "
                     f"without), beside HGMMAs {_f(w.get('beside_mae_pct'))} % ({_f(wo.get('beside_mae_pct'))} %), the mix "
                     f"points {_f(w.get('mix_mae_pct'))} % ({_f(wo.get('mix_mae_pct'))} %).")
+            rule = rec.get("xu_rule") or {}
+            if rule.get("choice"):
+                pm = rule.get("pooled_mae_pct") or {}
+                out += (f" Which instructions pay that steal was then judged on every XU record of the SM (wgsplit3, "
+                        f"wgsplit5's neighbour warps, the XU probe's softmax mix at 1-4 warps; analysis/gap/xu_rule.py, "
+                        f"rule written before scoring): pooled MAE as committed before {_f(pm.get('C0'))} %, no steal "
+                        f"{_f(pm.get('C1'))} %, FP32 at full rate only {_f(pm.get('C2'))} %; the model takes "
+                        f"{rule['choice']} (`xu_steal_scope` {rule['xu_steal_scope']}, steal {rule['xu_issue_steal']:g}).")
         return out + _settle_sentence(k7, ref)
     out = (f" Its softmax runs beside its HGMMAs: the measured FP32 cost of that (`wgmma_fp32_share` "
            f"{rec['wgmma_fp32_share']:g}, from the wgmma mix microbenchmark) predicted kernel 7's softmax mix there "
