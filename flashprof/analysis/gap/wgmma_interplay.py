@@ -355,6 +355,22 @@ def _mufu_folder() -> Path:
     return next((Path(t).parent for t in TABLES if (Path(t).parent / MUFU_RUN).is_file()), Path(TABLES[0]).parent)
 
 
+def alone_errors(m: Machine, rows: dict | None = None, loops: dict | None = None) -> dict[str, float]:
+    """wgsplit3's records run alone (no HGMMA; one warp a sub-partition), or ``rows`` of them: %
+    error of the scheduler's cycles per instruction against the measured ones."""
+    loops = loops or split_loops()
+    if rows is None:
+        rows = mufu_mix(_mufu_folder() / MUFU_RUN, m, loops)
+    out = {}
+    for name, r in rows.items():
+        body = loops[name]["other"]
+        n = SPLIT_GROUPS * HGMMA_PER_GROUP * r["k"]
+        its = max(1, round(n / 8 / _work(body, "other")))
+        sim = simulate(list(body), m, 1, SUBPARTITIONS, iterations=its, seed=SEED)
+        out[name] = 100 * (max(sim["finish_by_warp"].values()) / (its * _work(body, "other")) / r["cycles_per_inst"] - 1)
+    return out
+
+
 def mufu_candidate(gpu_key: str = SHIPPED.model_key) -> dict:
     """Two costs of the XU pipe (MUFU) from `ceilings wgsplit3` alone, each chosen on its own
     records and judged on what it never saw. ``xu_issue_steal`` (each other instruction issued
@@ -377,14 +393,7 @@ def mufu_candidate(gpu_key: str = SHIPPED.model_key) -> dict:
     fit = [n for n, r in meas.items() if r["kind"] == "ex2ffma4"]
 
     def alone_err(m, rows):
-        out = {}
-        for name, r in rows.items():
-            body = loops[name]["other"]
-            n = SPLIT_GROUPS * HGMMA_PER_GROUP * r["k"]
-            its = max(1, round(n / 8 / _work(body, "other")))
-            sim = simulate(list(body), m, 1, SUBPARTITIONS, iterations=its, seed=SEED)
-            out[name] = 100 * (max(sim["finish_by_warp"].values()) / (its * _work(body, "other")) / r["cycles_per_inst"] - 1)
-        return out
+        return alone_errors(m, rows, loops)
 
     grid = {x: statistics.fmean(abs(v) for v in alone_err(dataclasses.replace(m0, xu_issue_steal=x),
                                                           {n: meas[n] for n in fit}).values()) for x in XU_GRID}

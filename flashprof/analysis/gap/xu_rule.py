@@ -54,18 +54,9 @@ def candidates(m0=None) -> dict:
 def wgsplit3_errors(m) -> dict[str, float]:
     """wgsplit3's records run alone (no HGMMA; a lone warp a sub-partition): % error of the
     scheduler's cycles per instruction (as wgmma_interplay.mufu_candidate scores them)."""
-    from flashprof.analysis.gap import wgmma_interplay as wi
+    from flashprof.analysis.gap.wgmma_interplay import alone_errors
 
-    loops = wi.split_loops()
-    meas = wi.mufu_mix(wi._mufu_folder() / wi.MUFU_RUN, m, loops)
-    out = {}
-    for name, r in meas.items():
-        body = loops[name]["other"]
-        n = wi.SPLIT_GROUPS * wi.HGMMA_PER_GROUP * r["k"]
-        its = max(1, round(n / 8 / wi._work(body, "other")))
-        sim = simulate(list(body), m, 1, SUBPARTITIONS, iterations=its, seed=wi.SEED)
-        out[name] = 100 * (max(sim["finish_by_warp"].values()) / (its * wi._work(body, "other")) / r["cycles_per_inst"] - 1)
-    return out
+    return alone_errors(m)
 
 
 def wgsplit5_errors(m) -> dict[str, float]:
