@@ -29,9 +29,8 @@ import statistics
 import sys
 
 from flashprof.analysis.gap.ceil_run import same_chip_path
-from flashprof.analysis.gap.constants import SUBPARTITIONS, machine
+from flashprof.analysis.gap.constants import machine
 from flashprof.analysis.gap.data import REPO
-from flashprof.analysis.gap.scheduler import simulate
 from flashprof.kernels.gpus import SHIPPED
 
 CANDIDATES = ("C1", "C0", "C2")  # simplest first: the order ties go in
@@ -71,22 +70,13 @@ def wgsplit5_errors(m) -> dict[str, float]:
 
 
 def xu_probe_errors(m) -> dict[str, float]:
-    """The XU probe's nine records (greedy, as yield_probe.predict simulates them)."""
+    """The XU probe's nine records: yield_probe.predict's cycles (greedy) on the committed cubin
+    against the raw run."""
     from flashprof.analysis.gap import yield_probe as yp
-    from flashprof.kernels.sass.static import dump_sass
 
-    raw = same_chip_path("yield/xu.raw.jsonl")
-    meas = yp.measured(raw)
-    cubin = REPO / SHIPPED.reports / "yield" / "xu.cubin"
-    sass = dump_sass(cubin) if cubin.is_file() else (cubin.with_suffix(".sass")).read_text()
-    out = {}
-    for kernel, (marker, per_pass, _v) in yp.PROBES_XU.items():
-        body = yp.loop_of(sass, kernel, marker)
-        for w in yp.PER_SP:
-            name = yp.record_name(kernel, "orig", w)
-            sim = simulate(list(body), m, 1, SUBPARTITIONS * w, 8, seed=1)
-            out[name] = 100 * (sim["cycles_per_iter"] / (per_pass * w) / meas[name]["cycles_per_inst_sp"] - 1)
-    return out
+    meas = yp.measured(same_chip_path("yield/xu.raw.jsonl"))
+    pred = yp.predict(REPO / SHIPPED.reports / "yield", yp.PROBES_XU, m=m)
+    return {n: 100 * (v / meas[n]["cycles_per_inst_sp"] - 1) for n, v in pred.items()}
 
 
 SETS = {"wgsplit3": wgsplit3_errors, "wgsplit5": wgsplit5_errors, "xu_probe": xu_probe_errors}
