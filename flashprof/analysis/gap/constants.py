@@ -150,6 +150,15 @@ class Machine:
     # shallow queue in front of it; a warp held so counts as "dispatch"): ceilings wgsplit4's
     # issue spans of one and two warpgroups (analysis/gap/xu_pair.py); None: no limit.
     wgmma_issue_backlog: float | None = None
+    # Candidates of docs/METHOD.md's rule written after the mix probe (issues 31/32; judged in
+    # analysis/gap/dispatch_rule.py, adopted only where that rule says so): an HMMA whose
+    # sub-partition's previous HMMA came from another warp waits this many cycles more at
+    # dispatch once the tensor pipe frees (H1; a warp held so counts as "dispatch"); 0: none.
+    hmma_switch_dispatch: float = 0.0
+    # H2: a MUFU takes a slot of its sub-partition's MIO queue (``mio_queue_depth``, shared with
+    # the shared-memory requests) from issue until the XU pipe starts it, instead of waiting at
+    # issue for the pipe (a warp held by a full queue counts as "mio throttle"); False: no queue.
+    mufu_in_mio: bool = False
     # Share of an LDGSTS's written bytes that take the shared-memory data path (128-byte
     # wavefronts, the path LDSM / LDS / STS use): ceilings smemshare, ldmatrix at full rate beside
     # cp.async (analysis/gap/smem_share.py); 1.0: all of them (the assumption before it).

@@ -323,6 +323,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     others_steal = XU_STEAL_PIPES[m.xu_steal_scope]
     full_rate_only = m.xu_steal_scope == "fp32_full"
     last_fp32 = [-1e9] * SUBPARTITIONS          # the cycle of each sub-partition's last FP32-pipe issue
+    hmma_warp = [None] * SUBPARTITIONS          # the warp whose HMMA issued last (Machine.hmma_switch_dispatch)
     # measured beside HMMA only (mma_mix); beside HGMMA it is Machine.wgmma_issue_steal
     steal = m.wgmma_issue_steal if shapes else m.tensor_issue_steal
     finish = {}
@@ -354,6 +355,10 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                     or (_not_my_turn(turn, w, tabs[w.role][0][w.pc], warps_per_cta) if turn is not None else None)
                     or ("register file" if tabs[w.role][3][w.pc] and _held(rf_free[sp] - m.rf_read_depth, t) else None)
                     for w in cand]
+            if m.hmma_switch_dispatch and hmma_warp[sp] is not None:
+                # H1: an HMMA after another warp's waits hmma_switch_dispatch cycles more once the pipe frees
+                whys = [("dispatch" if y is None and tabs[w.role][1][w.pc] == "tensor" and w.wid != hmma_warp[sp]
+                         and _held(busy[sp]["tensor"] + m.hmma_switch_dispatch, t) else y) for w, y in zip(cand, whys)]
             if m.wgmma_fp32_share and hgmma_windows and _taken(hgmma_windows, t):
                 # an FP32 instruction held back by the HGMMA's share of its datapaths: Nsight
                 # Compute samples it as dispatch_stall (the wgmma mix benchmark's signature)
@@ -382,6 +387,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                 done = t + 1
                 if p == "tensor":
                     _take(busy[sp], "tensor", t, m.hmma_interval)
+                    hmma_warp[sp] = w.wid
                 elif p == "imad":
                     _take(busy[sp], "fp32a", t, m.fp32_interval / _fp32_left(m, hgmma_windows, t))
                     _steal(m, sp, t, live, stolen, shifted, busy, wg_chain)
@@ -400,6 +406,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                         # it waits on the dispatch, not on the pipe)
                         busy[sp][unit] += m.alu_interval * (m.wgmma_alu_factor - 1) * _taken(hgmma_windows, t)
                 elif p == "xu":
+                    start = max(float(t), busy[sp]["xu"])
                     _take(busy[sp], "xu", t, m.mufu_interval)
                     busy[sp]["xu_own"] = busy[sp]["xu"]
                     xu_owner[sp] = w.wid
@@ -407,6 +414,10 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                         # beside a running HGMMA the XU pipe takes a MUFU wgmma_xu_factor x as long
                         busy[sp]["xu"] += m.mufu_interval * (m.wgmma_xu_factor - 1) * _taken(hgmma_windows, t)
                     done = t + m.mufu_latency
+                    if _queued_mufu(m, i):
+                        # H2: it waits in the MIO queue (a slot until the XU pipe starts it)
+                        smem_starts[sp].append(start)
+                        done = start + m.mufu_latency
                 elif p == "wgmma":
                     _issue_hgmma(w, t, shapes[w.pc], warps_per_cta, m, busy, wg_arrived, wg_chain,
                                  wg_pending[w.wid], smem_windows, hgmma_windows, live)
@@ -680,15 +691,27 @@ def _blocked(w, i, p, t, sb, groups, busy, m, starts, lsu_free, bar_release, wg_
     if p == "alu" and _held(busy["fp32b" if m.int_shares_fp32 else "alu"], t):
         # held only by the extra a running HGMMA costs: Nsight Compute's dispatch_stall
         return "alu pipe" if m.int_shares_fp32 or _held(busy.get("alu_own", busy["alu"]), t) else "alu dispatch"
+    if p == "xu" and _queued_mufu(m, i):
+        return "mio throttle" if _queue_full(starts, t, m) else None
     if p == "xu" and _held(busy["xu"], t):
         # held only by the extra of a running HGMMA or of other issue: a dispatch stall
         return "xu pipe" if _held(busy.get("xu_own", busy["xu"]), t) else "xu dispatch"
     if p in ("smem", "lsu"):
         if lsu_free > t:
             return "lsu/mio"
-        if p == "smem" and sum(1 for s in starts[-64:] if s > t) >= m.mio_queue_depth:
+        if p == "smem" and _queue_full(starts, t, m):
             return "mio throttle"
     return None
+
+
+def _queue_full(starts, t, m) -> bool:
+    """Whether the sub-partition's MIO queue holds ``mio_queue_depth`` requests not yet started."""
+    return sum(1 for s in starts[-64:] if s > t) >= m.mio_queue_depth
+
+
+def _queued_mufu(m, i) -> bool:
+    """A MUFU that waits for the XU pipe in the MIO queue (Machine.mufu_in_mio, H2)."""
+    return m.mufu_in_mio and i.base == "MUFU"
 
 
 def _depbar_n(i: Inst) -> int:
