@@ -72,4 +72,106 @@ inline std::vector<Record> bench_mio_bursts(const Device&) {
             bench_mio_burst<20>(), bench_mio_burst<24>(), bench_mio_burst<32>()};
 }
 
+// The next version (``ceilings mio2``): P warps on each of the four schedulers (a block of 128 P
+// threads, alone on the SM) start together after a __syncthreads and each issues N independent,
+// conflict-free ldmatrix.x4 back to back. Four schedulers at one LDSM.x4 every 4 cycles each ask
+// four times what the SM's data path serves (one 128-byte wavefront a clock), so every
+// scheduler's queue fills: a warp's span to issue N grows by 4 cycles an ldmatrix (P = 1) until
+// the queue holds D, by the data path's share of the scheduler (16 cycles) after. The knee
+// gives D; whether it is per scheduler or per SM shows in how it moves with P. Per burst (the
+// first, cold, dropped) ``cycles`` keeps the slowest warp's span (clock after its N-th issue
+// less clock before its first) and ``cycles_max`` the SM-wide span (last warp's end less first
+// warp's start). The clock is read again only after every ldmatrix of the burst has issued:
+// the loads are consumed after that read, all four registers of each (so that no register of a
+// load in flight is free for the clock value: a write there would wait for the load), through an
+// empty volatile asm that ptxas cannot hoist.
+template <int N, int P>
+__global__ void __launch_bounds__(128 * P) k_mio_many(uint32_t* out, int* spans) {
+    __shared__ __align__(128) uint32_t buf[N * 128];
+    for (int i = threadIdx.x; i < N * 128; i += blockDim.x) buf[i] = uint32_t(i);
+    __syncthreads();
+    const uint32_t base = uint32_t(__cvta_generic_to_shared(buf)) + 16u * (threadIdx.x & 31);
+    const int warp = threadIdx.x >> 5;
+    uint32_t acc = 0;
+#pragma unroll 1
+    for (int rep = 0; rep < kMioRepeats; ++rep) {
+        uint32_t r[N][4];
+        uint32_t t0, t1;
+        __syncthreads();
+        asm volatile("mov.u32 %0, %%clock;" : "=r"(t0)::"memory");
+#pragma unroll
+        for (int k = 0; k < N; ++k) ldsm_x4(r[k], base + 512u * k);
+        asm volatile("mov.u32 %0, %%clock;" : "=r"(t1)::"memory");
+#pragma unroll
+        for (int k = 0; k < N; ++k) {
+            asm volatile("" : "+r"(r[k][0]), "+r"(r[k][1]), "+r"(r[k][2]), "+r"(r[k][3]));
+            acc += (r[k][0] ^ r[k][1]) + (r[k][2] ^ r[k][3]);
+        }
+        if ((threadIdx.x & 31) == 0) {
+            spans[(rep * 4 * P + warp) * 2] = int(t0);
+            spans[(rep * 4 * P + warp) * 2 + 1] = int(t1);
+        }
+    }
+    out[threadIdx.x] = acc;
+}
+
+template <int N, int P>
+Record bench_mio_many() {
+    Record r{"mio_many_n" + std::to_string(N) + "_p" + std::to_string(P), "mio2", "cycles", "cycles", P};
+    r.n = N;
+    const int warps = 4 * P;
+    uint32_t* d_out;
+    int* d_sp;
+    CHECK(cudaMalloc(&d_out, sizeof(uint32_t) * 128 * P));
+    CHECK(cudaMalloc(&d_sp, sizeof(int) * 2 * warps * kMioRepeats));
+    k_mio_many<N, P><<<1, 128 * P>>>(d_out, d_sp);
+    CHECK(cudaGetLastError());
+    CHECK(cudaDeviceSynchronize());
+    const auto c = to_host(d_sp, size_t(2 * warps * kMioRepeats));
+    for (int rep = 1; rep < kMioRepeats; ++rep) {
+        int slow = 0;
+        uint32_t first = 0, last = 0;
+        for (int w = 0; w < warps; ++w) {
+            const uint32_t a = uint32_t(c[(rep * warps + w) * 2]), b = uint32_t(c[(rep * warps + w) * 2 + 1]);
+            slow = std::max(slow, int(b - a));
+            if (w == 0 || int(a - first) < 0) first = a;
+            if (w == 0 || int(b - last) > 0) last = b;
+        }
+        r.cycles.push_back(double(slow));
+        r.cycles_max.push_back(double(int(last - first)));
+    }
+    const auto o = to_host(d_out, size_t(128 * P));
+    bool any = false;
+    for (uint32_t v : o) any = any || v != 0;
+    if (!any) r.check = "no ldmatrix result came back";
+    CHECK(cudaFree(d_out));
+    CHECK(cudaFree(d_sp));
+    return r;
+}
+
+template <int P>
+void mio_many_sweep(std::vector<Record>& v) {
+    v.push_back(bench_mio_many<2, P>());
+    v.push_back(bench_mio_many<4, P>());
+    v.push_back(bench_mio_many<6, P>());
+    v.push_back(bench_mio_many<8, P>());
+    v.push_back(bench_mio_many<10, P>());
+    v.push_back(bench_mio_many<12, P>());
+    v.push_back(bench_mio_many<14, P>());
+    v.push_back(bench_mio_many<16, P>());
+    v.push_back(bench_mio_many<20, P>());
+    v.push_back(bench_mio_many<24, P>());
+    v.push_back(bench_mio_many<28, P>());
+    v.push_back(bench_mio_many<32, P>());
+    v.push_back(bench_mio_many<40, P>());
+    v.push_back(bench_mio_many<48, P>());
+}
+
+inline std::vector<Record> bench_mio_many_all(const Device&) {
+    std::vector<Record> v;
+    mio_many_sweep<1>(v);
+    mio_many_sweep<2>(v);
+    return v;
+}
+
 }  // namespace ceilings

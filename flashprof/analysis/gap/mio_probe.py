@@ -1,0 +1,182 @@
+"""The MIO queue depth (issue 31): ``ceilings mio2`` measured against the issue model's own rule.
+
+``Machine.mio_queue_depth`` (8 shared-memory requests a sub-partition may hold before its warps
+see mio_throttle) was an assumption; the model's MIO throttle at LDSM in FA2 and kernels 3-6 is
+several times what their reports sample. ``ceilings mio2`` (flashprof/kernels/ceilings/mio.cuh,
+k_mio_many) has P = 1 or 2 warps on each of the four schedulers issue N independent ldmatrix.x4
+at once; the span each warp takes to issue them has a knee where its scheduler's queue fills.
+
+The model's prediction of every record is the scheduler itself (scheduler.simulate) on the
+burst as compiled -- the first clock read, the N LDSM, the second clock read, from the committed
+listing (``reports/sass/ceilings/mio2_sm_90a.sass``) -- with the warps starting together: the
+slowest warp's cycles from its first clock read to its second. ``predict`` writes them for the
+committed depth and for each depth of ``DEPTHS`` before the run; ``judge`` then takes the depth
+whose predictions have the least mean absolute error over the P = 1 records (the fit set) and
+reports the P = 2 records as held out (the same queue, twice the warps behind it). Only the
+microbenchmark's spans enter: no kernel time.
+
+    python -m flashprof.analysis.gap.mio_probe --write-sass CUBIN   # the bursts' listing
+    python -m flashprof.analysis.gap.mio_probe --predict            # before the run
+    python -m flashprof.analysis.gap.mio_probe --judge FOLDER       # after: FOLDER/mio2.raw.jsonl
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from flashprof.analysis.gap.ceil_run import sidecar_head
+from flashprof.analysis.gap.constants import SUBPARTITIONS, machine
+from flashprof.analysis.gap.controls import parse
+from flashprof.analysis.gap.data import REPO
+from flashprof.analysis.gap.loops import listing_lines
+from flashprof.analysis.gap.scheduler import simulate
+from flashprof.kernels.gpus import SHIPPED
+
+SASS_FILE = REPO / "reports" / "sass" / "ceilings" / "mio2_sm_90a.sass"
+PREDICTIONS = REPO / SHIPPED.reports / "mio" / "mio2_predictions.json"
+DEPTHS = (2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 32)
+_NAME = re.compile(r"k_mio_manyILi(\d+)ELi(\d)E")
+WHAT = ("ceilings mio2 (flashprof/kernels/ceilings/mio.cuh, k_mio_many): P warps on each of the four schedulers "
+        "issue N independent conflict-free ldmatrix.x4 at once; per burst the slowest warp's span from its clock "
+        "read before the first to its read after the N-th (cycles) and the SM-wide span (cycles_max), 8 warm bursts")
+
+
+def record_name(n: int, p: int) -> str:
+    return f"mio_many_n{n}_p{p}"
+
+
+def is_clock(i) -> bool:
+    return i.base == "CS2R" and "SR_CLOCK" in i.operands.upper()
+
+
+def burst(insts: list) -> list:
+    """The first clock read, the LDSMs and the second clock read (one straight-line burst)."""
+    ld = [k for k, i in enumerate(insts) if i.base == "LDSM"]
+    lo = max(k for k in range(ld[0]) if is_clock(insts[k]))
+    hi = min(k for k in range(ld[-1] + 1, len(insts)) if is_clock(insts[k]))
+    return insts[lo:hi + 1]
+
+
+def write_sass(cubin: Path, path: Path = SASS_FILE) -> Path:
+    from flashprof.kernels.sass.static import dump_sass
+    from flashprof.kernels.toolchain import find_toolchain
+
+    per_fn = parse(dump_sass(cubin))
+    lines = ["# ceilings mio2 bursts (flashprof/kernels/ceilings/mio.cuh, k_mio_many<N, P>), sm_90a: clock, N LDSM, clock",
+             f"# from: python -m flashprof.analysis.gap.mio_probe --write-sass (nvcc {find_toolchain('nvcc').nvcc_version})"]
+    for fn in sorted(f for f in per_fn if _NAME.search(f)):
+        lines.append(f"Function : {fn}")
+        lines += listing_lines(burst(per_fn[fn]))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def bursts(path: Path = SASS_FILE) -> dict[tuple[int, int], list]:
+    """(N, P) -> the burst's instructions, from the committed listing."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no mio2 SASS (python -m flashprof.analysis.gap.mio_probe --write-sass CUBIN)")
+    out = {}
+    for fn, body in parse(path.read_text()).items():
+        if m := _NAME.search(fn):
+            out[(int(m.group(1)), int(m.group(2)))] = body
+    return out
+
+
+def span(body: list, m, p: int) -> float:
+    """The model's slowest warp: cycles from its first clock read to its second, 4 P warps
+    starting together on one SM (one CTA, no jitter)."""
+    first, last = {}, {}
+    simulate(list(body), m, 1, SUBPARTITIONS * p, 2, trace=first, trace_pc=0)
+    simulate(list(body), m, 1, SUBPARTITIONS * p, 2, trace=last, trace_pc=len(body) - 1)
+    return max(last[w][0] - first[w][0] for w in first)
+
+
+def predict(depths=DEPTHS, m=None) -> dict:
+    m = m or machine(SHIPPED.model_key)
+    bs = bursts()
+    out = {"committed": {record_name(n, p): span(b, m, p) for (n, p), b in sorted(bs.items())}}
+    for d in depths:
+        md = dataclasses.replace(m, mio_queue_depth=float(d))
+        out[str(d)] = {record_name(n, p): span(b, md, p) for (n, p), b in sorted(bs.items())}
+    return out
+
+
+def write_predictions(path: Path = PREDICTIONS) -> Path:
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    m = machine(SHIPPED.model_key)
+    rec = {"what": "the issue model's slowest-warp span per ceilings mio2 record, for the committed "
+                   "mio_queue_depth and each depth tried, written before the run (analysis/gap/mio_probe.py)",
+           "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"), "commit": head,
+           "committed_depth": m.mio_queue_depth, "sass": str(SASS_FILE.relative_to(REPO)), "by_depth": predict(m=m)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def measured(raw: Path) -> dict[str, dict]:
+    """Per record: the median over the warm bursts of the slowest warp's span and of the SM-wide span."""
+    out = {}
+    for line in raw.read_text().splitlines():
+        r = json.loads(line) if line.strip() else {}
+        if r.get("record") == "measurement" and r.get("kind") == "mio2":
+            out[r["name"]] = {"n": r["n"], "p": r["warps_per_scheduler"], "span": statistics.median(r["cycles"]),
+                              "sm_span": statistics.median(r["cycles_max"]), "check": r.get("check")}
+    return out
+
+
+def judge(folder: Path, preds: dict | None = None) -> dict:
+    """The depth whose predictions fit the P = 1 records best, and its error on the P = 2 ones."""
+    meas = measured(folder / "mio2.raw.jsonl")
+    preds = preds or json.loads(PREDICTIONS.read_text())["by_depth"]
+    err = lambda pr, keep: statistics.fmean(abs(100 * (pr[n] / v["span"] - 1)) for n, v in meas.items()
+                                            if keep(v) and n in pr)
+    fit, held = (lambda v: v["p"] == 1), (lambda v: v["p"] == 2)
+    table = {d: {"fit_mae_pct": err(pr, fit), "held_out_mae_pct": err(pr, held)} for d, pr in preds.items()}
+    best = min((d for d in table if d != "committed"), key=lambda d: (table[d]["fit_mae_pct"], int(d)))
+    return {"by_depth": table, "depth": int(best), "fit_set": "P = 1 (one warp a scheduler)", "held_out": "P = 2",
+            "per_record": {n: {**v, "predicted_committed": preds["committed"].get(n), "predicted_chosen": preds[best].get(n)}
+                           for n, v in sorted(meas.items())}}
+
+
+def write_sidecar(folder: Path, command: str = "bash devjobs/mio2.sh") -> Path:
+    rec = sidecar_head(folder, "mio2", WHAT, command)
+    pred = json.loads(PREDICTIONS.read_text())
+    rec["predicted_before"] = {"file": str(PREDICTIONS.relative_to(REPO)), "created": pred.get("created"),
+                               "commit": pred.get("commit")}
+    runs = sorted(folder.glob("mio2.run*.raw.jsonl"))
+    if len(runs) > 1:
+        a, b = measured(runs[0]), measured(runs[1])
+        rec["runs_max_difference_pct"] = max(100 * abs(b[n]["span"] / a[n]["span"] - 1) for n in a if n in b)
+    rec["result"] = judge(folder, pred["by_depth"])
+    out = folder / "mio2.json"
+    out.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+    return out
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--write-sass" in argv:
+        print(write_sass(Path(argv[argv.index("--write-sass") + 1])).relative_to(REPO))
+    if "--predict" in argv:
+        path = write_predictions()
+        by = json.loads(path.read_text())["by_depth"]
+        for n in by["committed"]:
+            print(f"{n:20s} " + "  ".join(f"D{d} {by[d][n]:6.1f}" for d in ("2", "4", "8", "16", "32")))
+    if "--judge" in argv:
+        path = write_sidecar(Path(argv[argv.index("--judge") + 1]).resolve())
+        res = json.loads(path.read_text())["result"]
+        for d, v in res["by_depth"].items():
+            print(f"depth {d:>9s}: fit {v['fit_mae_pct']:6.2f} %  held out {v['held_out_mae_pct']:6.2f} %")
+        print(f"depth {res['depth']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
