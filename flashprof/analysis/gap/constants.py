@@ -377,6 +377,17 @@ def _wgmma_interplay(path: Path, sources: dict) -> dict:
             sources["xu_issue_steal"] = f"{where}{rule.get('choice')}) = {rule['xu_issue_steal']:g}"
         out["xu_steal_scope"] = rule["xu_steal_scope"]
         out["xu_issue_steal"] = float(rule["xu_issue_steal"])
+    dr = data.get("dispatch_rule") or {}
+    if dr.get("choice") in ("H1", "H2", "H3"):
+        # the compute-side rule judged on the mma_mix points and FA2's skeleton (analysis/gap/dispatch_rule.py)
+        where = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (dispatch_rule: the mma_mix points "
+                 f"and the skeleton probe, rule written before scoring; {dr['choice']})")
+        if dr["choice"] in ("H1", "H3") and isinstance(dr.get("hmma_switch_dispatch"), (int, float)):
+            sources["hmma_switch_dispatch"] = f"{where} = {dr['hmma_switch_dispatch']:g}"
+            out["hmma_switch_dispatch"] = float(dr["hmma_switch_dispatch"])
+        if dr["choice"] in ("H2", "H3"):
+            sources["mufu_in_mio"] = f"{where} = True"
+            out["mufu_in_mio"] = True
     mb = data.get("mbar") or {}
     if isinstance(mb.get("mbar_wait_latency"), (int, float)) and mb["mbar_wait_latency"] > 0:
         sources["mbar_wait_latency"] = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (ceilings "

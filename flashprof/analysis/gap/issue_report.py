@@ -626,8 +626,9 @@ def limitations(recs: list[dict]) -> list[str]:
         "17 FP32 mix points, none used, are predicted at 8.8 % MAE (26 % with no such cost). An ALU-pipe "
         "instruction (FMNMX, F2FP, ...) issued beside a running HGMMA takes wgmma_alu_factor (1.99) times its "
         "time and the HGMMA nothing (the split-role run's FMNMX; the FMNMX mix points, not used, 7 % MAE "
-        "against 30 % without). On the H200 the XU pipe (MUFU) is held 0.65 cycles longer by each other "
-        "instruction issued while it is busy (xu_issue_steal) and 1.33 times as long beside a running HGMMA "
+        "against 30 % without). On the H200 the XU pipe (MUFU) is held 0.65 cycles longer by each FP32 "
+        "instruction issued at full rate while it is busy (xu_issue_steal, scope fp32_full: the XU rule judged "
+        "on wgsplit3, wgsplit5 and the XU probe) and 1.33 times as long beside a running HGMMA "
         "(wgmma_xu_factor), both from the split-role run wgsplit3 (EX2 one in five among FFMAs alone; EX2 "
         "beside HGMMAs): held out, the other EX2 mixes and kernel 7's softmax mix alone 2.3 % MAE (7.9 % "
         "without), the mixes beside HGMMAs 12.9 % (21.8 %), the EX2 and softmax mix points 2.8 % (6.1 %); "
@@ -662,7 +663,9 @@ def limitations(recs: list[dict]) -> list[str]:
         "A40 for GA102); shared-memory and MUFU latency are Accel-Sim simulator settings (SM80_A100, "
         "SM86_RTX3070 = GA104); BAR.SYNC latency, MIO queue depth and the LSU rate are assumptions -- each in the "
         "sensitivity table. The H200's LDS/LDSM/MUFU/BAR/cp.async latencies and HMMA/MUFU rates are measured "
-        "(ceilings.json); its L1 latency and MIO depth are not.",
+        "(ceilings.json), and so is its MIO queue depth (12 requests a sub-partition: ceilings mio2 on the H100, "
+        "the same SM, one warp on each scheduler issuing ldmatrix.x4 at once; analysis/gap/mio_probe.py); its L1 "
+        "latency is not.",
         "The RTX 3090 rows run the sm_80 binaries (the series built sm_80 only, on both GPUs); flashprof's rows "
         "run its own sm_80 / sm_86 builds, divided by the official FA2 the series measured.",
     ]
