@@ -159,6 +159,11 @@ class Machine:
     # the shared-memory requests) from issue until the XU pipe starts it, instead of waiting at
     # issue for the pipe (a warp held by a full queue counts as "mio throttle"); False: no queue.
     mufu_in_mio: bool = False
+    # The order in which the four schedulers take the SM-wide resources each cycle (the LSU/MIO
+    # port, the shared-memory data path's queue, the L2 share): "fixed" -- sub-partition 0 first,
+    # always (the model as built); "rotating" -- the first one moves on by one every cycle (no
+    # scheduler favoured: ceilings mio2's two-warp records, analysis/gap/mio_probe.py).
+    sp_arbitration: str = "fixed"
     # Share of an LDGSTS's written bytes that take the shared-memory data path (128-byte
     # wavefronts, the path LDSM / LDS / STS use): ceilings smemshare, ldmatrix at full rate beside
     # cp.async (analysis/gap/smem_share.py); 1.0: all of them (the assumption before it).

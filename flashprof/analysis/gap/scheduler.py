@@ -270,6 +270,8 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
         body = roles[0]
     if not body or ctas < 1 or (roles is not None and not all(roles)):
         raise ValueError("empty loop body or no resident CTA")
+    if m.sp_arbitration not in ("fixed", "rotating"):
+        raise ValueError(f"unknown sub-partition arbitration {m.sp_arbitration!r}: fixed or rotating")
     if policy not in POLICIES:
         raise ValueError(f"unknown warp choice {policy!r}: one of {POLICIES}")
     # per role: (body, pipes, wavefronts, register reads, HGMMA shapes, length)
@@ -333,7 +335,8 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     progressed, hist = 0, []
     limit = max(its) * max(t_[5] for t_ in tabs) * len(warps) * 40 + 10000
     while len(finish) < sum(w.stop + 1 for w in warps) and t < limit:
-        for sp in range(subpartitions):
+        for sp in (range(subpartitions) if m.sp_arbitration == "fixed"
+                   else [(t + k) % subpartitions for k in range(subpartitions)]):
             cand = [w for w in warps if w.sp == sp and w.it < w.stop]
             if last[sp] is not None and last[sp] in cand:
                 if policy == "greedy":
