@@ -7,8 +7,9 @@
 set -uo pipefail
 : "${OUT:?}"
 . devjobs/ceilings_exe.sh  # say, the venv, $EXE, ceilings_runs
-ceilings_runs mio2 2 200
+MODE=${1:-mio2}  # mio3: a SHFL / LDS / FFMA chain beside an ldmatrix flood (the same outputs, mio3.*)
+ceilings_runs "$MODE" 2 200
 command -v ncu > /dev/null || exit 0
-timeout 200 ncu --clock-control none --section WarpStateStats --section SchedulerStats --csv "$EXE" mio2 \
-  > "$OUT/mio2_ncu.csv" 2> "$OUT/mio2_ncu.log"
+timeout 200 ncu --clock-control none --section WarpStateStats --section SchedulerStats --csv "$EXE" "$MODE" \
+  > "$OUT/${MODE}_ncu.csv" 2> "$OUT/${MODE}_ncu.log"
 say "ncu exit $?: $(wc -l < "$OUT/mio2_ncu.csv") lines"

@@ -164,6 +164,9 @@ class Machine:
     # always (the model as built); "rotating" -- the first one moves on by one every cycle (no
     # scheduler favoured: ceilings mio2's two-warp records, analysis/gap/mio_probe.py).
     sp_arbitration: str = "fixed"
+    # A candidate (ceilings mio3, analysis/gap/mio_probe.py): SHFL takes a slot of the MIO queue and
+    # one wavefront of the shared-memory data path, as LDS does, instead of the LSU port alone.
+    shfl_in_smem: bool = False
     # Share of an LDGSTS's written bytes that take the shared-memory data path (128-byte
     # wavefronts, the path LDSM / LDS / STS use): ceilings smemshare, ldmatrix at full rate beside
     # cp.async (analysis/gap/smem_share.py); 1.0: all of them (the assumption before it).

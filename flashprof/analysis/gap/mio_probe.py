@@ -47,6 +47,11 @@ WHAT = ("ceilings mio2 (flashprof/kernels/ceilings/mio.cuh, k_mio_many): P warps
         "read before the first to its read after the N-th (cycles) and the SM-wide span (cycles_max), 8 warm bursts")
 
 
+WHAT3 = ("ceilings mio3 (flashprof/kernels/ceilings/mio.cuh, k_chain_beside): warps 4-7 time a chain of 64 dependent "
+         "SHFL / LDS / FFMA while warps 0-3 on the same schedulers flood the data path with ldmatrix.x4 or idle; cycles "
+         "a chain step (median of the four chain warps), 8 warm launches")
+
+
 def record_name(n: int, p: int) -> str:
     return f"mio_many_n{n}_p{p}"
 
@@ -204,6 +209,16 @@ def main(argv=None) -> int:
         by = json.loads(path.read_text())["by_depth"]
         for n in by["committed"]:
             print(f"{n:20s} " + "  ".join(f"D{d} {by[d][n]:6.1f}" for d in ("2", "4", "8", "16", "32")))
+    if "--write-sass3" in argv:
+        print(write_sass3(Path(argv[argv.index("--write-sass3") + 1])).relative_to(REPO))
+    if "--predict3" in argv:
+        for c, v in json.loads(write_predictions3().read_text())["by_candidate"].items():
+            print(c, {k: round(x, 2) for k, x in v.items()})
+    if "--judge3" in argv:
+        folder = Path(argv[argv.index("--judge3") + 1]).resolve()
+        rec = {**sidecar_head(folder, "mio3", WHAT3, "bash devjobs/mio2.sh mio3"), "result": judge3(folder)}
+        (folder / "mio3.json").write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+        print(json.dumps(rec["result"]["measured_flood_over_alone"]), rec["result"]["choice"])
     if "--judge" in argv:
         path = write_sidecar(Path(argv[argv.index("--judge") + 1]).resolve())
         res = json.loads(path.read_text())["result"]
@@ -211,6 +226,115 @@ def main(argv=None) -> int:
             print(f"depth {d:>9s}: fit {v['fit_mae_pct']:6.2f} %  held out {v['held_out_mae_pct']:6.2f} %")
         print(f"depth {res['depth']}")
     return 0
+
+
+
+# ---- ceilings mio3: a dependent chain beside an ldmatrix flood on the same schedulers ----------
+SASS3_FILE = REPO / "reports" / "sass" / "ceilings" / "mio3_sm_90a.sass"
+PREDICTIONS3 = REPO / SHIPPED.reports / "mio" / "mio3_predictions.json"
+CHAIN = 64            # mio.cuh kChain
+FLOOD_PASSES = 40     # mio.cuh kFloodIters
+CHAIN_KINDS = {0: "SHFL", 1: "LDS", 2: "FFMA"}
+_NAME3 = re.compile(r"k_chain_besideILi(\d)ELb([01])E")
+RULE3 = ("written in docs/METHOD.md before the run: S1 (SHFL takes the MIO queue and one data-path wavefront, "
+         "Machine.shfl_in_smem) replaces S0 (the LSU port alone) if the measured SHFL chain's flood / alone ratio "
+         "is nearer S1's predicted ratio than S0's (in log ratio); the LDS and FFMA chains are checks, not judged")
+
+
+def _timed_chain(insts: list, kind: str) -> list:
+    clk = [k for k, i in enumerate(insts) if is_clock(i) or (i.base == "S2UR" and "SR_CLOCK" in i.operands.upper())]
+    for a, b in zip(clk, clk[1:]):
+        if sum(1 for i in insts[a:b + 1] if i.base == kind) >= CHAIN:
+            return insts[a:b + 1]
+    raise ValueError(f"no chain of {CHAIN} {kind} between two clock reads")
+
+
+def _flood_loop(insts: list) -> list:
+    ld = [k for k, i in enumerate(insts) if i.base == "LDSM"]
+    hi = next(k for k in range(ld[-1], len(insts)) if insts[k].base == "BRA")
+    return insts[ld[0]:hi + 1]
+
+
+def write_sass3(cubin: Path, path: Path = SASS3_FILE) -> Path:
+    """Per k_chain_beside instance: its timed chain (clock to clock); per flood instance also the
+    flood warps' loop (as a second function, ``<name>.flood``)."""
+    from flashprof.kernels.sass.static import dump_sass
+    from flashprof.kernels.toolchain import find_toolchain
+
+    per_fn = parse(dump_sass(cubin))
+    lines = ["# ceilings mio3 (flashprof/kernels/ceilings/mio.cuh, k_chain_beside<KIND, FLOOD>), sm_90a: the timed chain "
+             "(clock to clock) and, for the flood kernels, the flood warps' loop",
+             f"# from: python -m flashprof.analysis.gap.mio_probe --write-sass3 (nvcc {find_toolchain('nvcc').nvcc_version})"]
+    for fn in sorted(f for f in per_fn if _NAME3.search(f)):
+        m = _NAME3.search(fn)
+        lines.append(f"Function : {fn}")
+        lines += listing_lines(_timed_chain(per_fn[fn], CHAIN_KINDS[int(m.group(1))]))
+        if m.group(2) == "1":
+            lines.append(f"Function : {fn}.flood")
+            lines += listing_lines(_flood_loop(per_fn[fn]))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def chain_cycles(chain: list, flood: list | None, m) -> float:
+    """The model's cycles a chain step: warps 4-7 (one a scheduler) run the chain once, warps 0-3
+    the flood's loop FLOOD_PASSES times (or nothing: the chain alone, 4 warps); the median of the
+    chain warps' finish / CHAIN."""
+    if flood is None:
+        return simulate(list(chain), m, 1, SUBPARTITIONS, 2)["cycles_per_iter"] / CHAIN
+    r = simulate(None, m, 1, 2 * SUBPARTITIONS, [FLOOD_PASSES, 1], roles=[list(flood), list(chain)])
+    fin = sorted(v for w, v in r["finish_by_warp"].items() if w >= SUBPARTITIONS)
+    return statistics.median(fin) / CHAIN
+
+
+def predict3(m=None) -> dict:
+    m = m or machine(SHIPPED.model_key)
+    fns = parse(SASS3_FILE.read_text())
+    out = {}
+    for cand, flag in (("S0", False), ("S1", True)):
+        mc = dataclasses.replace(m, shfl_in_smem=flag)
+        for kind, name in CHAIN_KINDS.items():
+            alone = next(b for f, b in fns.items() if f"k_chain_besideILi{kind}ELb0E" in f and not f.endswith(".flood"))
+            chain = next(b for f, b in fns.items() if f"k_chain_besideILi{kind}ELb1E" in f and not f.endswith(".flood"))
+            flood = next(b for f, b in fns.items() if f"k_chain_besideILi{kind}ELb1E" in f and f.endswith(".flood"))
+            out.setdefault(cand, {})[f"chain_{name.lower()}_alone"] = chain_cycles(alone, None, mc)
+            out[cand][f"chain_{name.lower()}_flood"] = chain_cycles(chain, flood, mc)
+    return out
+
+
+def write_predictions3(path: Path = PREDICTIONS3) -> Path:
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    rec = {"what": "the issue model's cycles per chain step of every ceilings mio3 record under S0 and S1, written "
+                   "before the run (analysis/gap/mio_probe.py predict3)", "rule": RULE3,
+           "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"), "commit": head,
+           "sass": str(SASS3_FILE.relative_to(REPO)), "by_candidate": predict3()}
+    path.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def measured3(raw: Path) -> dict[str, float]:
+    """Per record: the median over the timed launches of the chain warps' median cycles a step."""
+    out = {}
+    for line in raw.read_text().splitlines():
+        r = json.loads(line) if line.strip() else {}
+        if r.get("record") == "measurement" and r.get("kind") == "mio3":
+            out[r["name"]] = statistics.median(r["cycles"])
+    return out
+
+
+def judge3(folder: Path) -> dict:
+    import math
+
+    meas = measured3(folder / "mio3.raw.jsonl")
+    pred = json.loads(PREDICTIONS3.read_text())
+    by = pred["by_candidate"]
+    ratio = lambda d, k: d[f"chain_{k}_flood"] / d[f"chain_{k}_alone"]
+    got = ratio(meas, "shfl")
+    dist = {c: abs(math.log(got / ratio(by[c], "shfl"))) for c in by}
+    return {"rule": RULE3, "measured": meas, "measured_flood_over_alone": {k: ratio(meas, k) for k in ("shfl", "lds", "ffma")},
+            "predicted_flood_over_alone": {c: {k: ratio(by[c], k) for k in ("shfl", "lds", "ffma")} for c in by},
+            "log_ratio_distance": dist, "choice": min(dist, key=dist.get),
+            "predicted_before": {"file": str(PREDICTIONS3.relative_to(REPO)), "created": pred["created"]}}
 
 
 if __name__ == "__main__":

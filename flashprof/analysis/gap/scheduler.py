@@ -277,7 +277,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     # per role: (body, pipes, wavefronts, register reads, HGMMA shapes, length)
     tabs = []
     for b in (roles if roles is not None else [body]):
-        pp = [pipe(i) for i in b]
+        pp = [("smem" if m.shfl_in_smem and i.base == "SHFL" else pipe(i)) for i in b]
         # register-file read bandwidth (Machine.rf_reads_per_clk; None: unlimited): an instruction
         # issues only once its sub-partition's earlier reads are through ("register file")
         tabs.append((b, pp, [wavefronts(i) for i in b], rf_reads(b) if m.rf_reads_per_clk else [0.0] * len(b),

@@ -11,6 +11,7 @@
 //   ceilings mio        -> one warp issuing N independent ldmatrix.x4 back to back: how many a scheduler
 //                          takes before mio_throttle (mio.cuh; the model's mio_queue_depth)
 //   ceilings mio2       -> the same with 1 or 2 warps on every scheduler at once: the queue fills (mio.cuh)
+//   ceilings mio3       -> a chain of SHFL / LDS / FFMA beside an ldmatrix flood on the same schedulers (mio.cuh)
 //   ceilings wgmix      -> HGMMA (two warpgroups, SS and RS) with K interleaved FFMA / MUFU.EX2 /
 //                          FMNMX / IMAD / FADD / softmax mix per HGMMA, then the order in which the
 //                          tensor pipe takes two warpgroups' groups (wgmma_mix.cuh; sm_90a builds; issue 32)
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
     const bool mix1_only = argc > 1 && std::strcmp(argv[1], "mix1") == 0;
     const bool mio_only = argc > 1 && std::strcmp(argv[1], "mio") == 0;
     const bool mio2_only = argc > 1 && std::strcmp(argv[1], "mio2") == 0;
+    const bool mio3_only = argc > 1 && std::strcmp(argv[1], "mio3") == 0;
     const bool wgmix_only = argc > 1 && std::strcmp(argv[1], "wgmix") == 0;
     const bool sched_only = argc > 1 && std::strcmp(argv[1], "sched") == 0;
     const bool wgsplit_only = argc > 1 && std::strcmp(argv[1], "wgsplit") == 0;
@@ -96,6 +98,7 @@ int main(int argc, char** argv) {
     if (mix1_only) return emit_all(bench_mma_mixes_w1(dev)) ? 0 : 1;
     if (mio_only) return emit_all(bench_mio_bursts(dev)) ? 0 : 1;
     if (mio2_only) return emit_all(bench_mio_many_all(dev)) ? 0 : 1;
+    if (mio3_only) return emit_all(bench_chain_beside_all(dev)) ? 0 : 1;
     if (wgsplit_only) return emit_all(bench_wgmma_splits_more(dev)) ? 0 : 1;
     if (wgsplit2_only) return emit_all(bench_wgmma_splits_kinds(dev)) ? 0 : 1;
     if (wgsplit3_only) return emit_all(bench_wgmma_splits_mufu(dev)) ? 0 : 1;

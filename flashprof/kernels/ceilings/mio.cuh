@@ -167,6 +167,99 @@ void mio_many_sweep(std::vector<Record>& v) {
     v.push_back(bench_mio_many<48, P>());
 }
 
+// ``ceilings mio3``: do a shuffle and a shared-memory load wait behind the ldmatrix queue of their
+// scheduler? Warps 4-7 (one on each scheduler) each time a chain of kChain dependent instructions
+// -- SHFL.BFLY (KIND 0), LDS.32 (1) or FFMA (2, a control: no MIO) -- while warps 0-3 (the same
+// schedulers) keep the shared-memory data path saturated with independent ldmatrix.x4 (FLOOD) or
+// wait at the final barrier (no flood). Scoreboards are per warp, so a chain waits only for its
+// own results: if SHFL takes the MIO queue and the data path as LDS does, its chain slows under the
+// flood as LDS's does; if it has a path of its own, it does not. Per launch the median over the
+// timed warps of (clock after the chain - clock before) / kChain, for kMioRepeats launches' bursts
+// (``cycles``); ``cycles_max``: the flood warps' LDSMs per 100 cycles over the same window.
+constexpr int kChain = 64;
+constexpr int kFloodIters = 40;  // x 8 ldmatrix.x4 a warp: longer than any chain
+
+template <int KIND, bool FLOOD>
+__global__ void __launch_bounds__(256) k_chain_beside(uint32_t* out, int* spans) {
+    __shared__ __align__(128) uint32_t buf[8 * 128];
+    for (int i = threadIdx.x; i < 8 * 128; i += blockDim.x) buf[i] = uint32_t(i & 31);
+    __syncthreads();
+    const int warp = threadIdx.x >> 5;
+    const uint32_t base = uint32_t(__cvta_generic_to_shared(buf));
+    uint32_t acc = 0;
+    if (warp < 4) {
+        if (FLOOD) {
+            const uint32_t a = base + 16u * (threadIdx.x & 31);
+            uint32_t t0, t1;
+            asm volatile("mov.u32 %0, %%clock;" : "=r"(t0)::"memory");
+#pragma unroll 1
+            for (int it = 0; it < kFloodIters; ++it) {
+                uint32_t r[8][4];
+#pragma unroll
+                for (int k = 0; k < 8; ++k) ldsm_x4(r[k], a + 512u * k);
+#pragma unroll
+                for (int k = 0; k < 8; ++k) acc += (r[k][0] ^ r[k][1]) + (r[k][2] ^ r[k][3]);
+            }
+            asm volatile("mov.u32 %0, %%clock;" : "=r"(t1)::"memory");
+            if ((threadIdx.x & 31) == 0) spans[8 + warp] = int(t1 - t0);
+        }
+    } else {
+        uint32_t x = threadIdx.x & 31, t0, t1;
+        // let the flood build its queues first
+        for (int k = 0; k < 4; ++k) asm volatile("nanosleep.u32 100;");
+        asm volatile("mov.u32 %0, %%clock;" : "=r"(t0)::"memory");
+#pragma unroll
+        for (int k = 0; k < kChain; ++k) {
+            if (KIND == 0) {
+                asm volatile("shfl.sync.bfly.b32 %0, %0, 1, 0x1f, 0xffffffff;" : "+r"(x));
+            } else if (KIND == 1) {
+                asm volatile("ld.shared.u32 %0, [%1];" : "=r"(x) : "r"(base + 4u * x));
+            } else {
+                float f = __uint_as_float(x);
+                asm volatile("fma.rn.f32 %0, %0, %0, %0;" : "+f"(f));
+                x = __float_as_uint(f);
+            }
+        }
+        asm volatile("mov.u32 %0, %%clock;" : "=r"(t1)::"memory");
+        acc = x;
+        if ((threadIdx.x & 31) == 0) spans[warp - 4] = int(t1 - t0);
+    }
+    __syncthreads();
+    out[threadIdx.x] = acc;
+}
+
+template <int KIND, bool FLOOD>
+Record bench_chain_beside() {
+    static const char* kinds[] = {"shfl", "lds", "ffma"};
+    Record r{std::string("chain_") + kinds[KIND] + (FLOOD ? "_flood" : "_alone"), "mio3", "cycles", "cycles", 1};
+    r.n = kChain;
+    uint32_t* d_out;
+    int* d_sp;
+    CHECK(cudaMalloc(&d_out, sizeof(uint32_t) * 256));
+    CHECK(cudaMalloc(&d_sp, sizeof(int) * 12));
+    for (int rep = 0; rep < kMioRepeats; ++rep) {
+        CHECK(cudaMemset(d_sp, 0, sizeof(int) * 12));
+        k_chain_beside<KIND, FLOOD><<<1, 256>>>(d_out, d_sp);
+        CHECK(cudaGetLastError());
+        CHECK(cudaDeviceSynchronize());
+        if (rep == 0) continue;  // cold
+        auto c = to_host(d_sp, size_t(12));
+        std::vector<int> chain(c.begin(), c.begin() + 4);
+        std::sort(chain.begin(), chain.end());
+        r.cycles.push_back(0.5 * (chain[1] + chain[2]) / kChain);
+        const int flood = *std::max_element(c.begin() + 8, c.end());
+        r.cycles_max.push_back(flood > 0 ? 100.0 * 8 * kFloodIters / flood : 0.0);
+    }
+    CHECK(cudaFree(d_out));
+    CHECK(cudaFree(d_sp));
+    return r;
+}
+
+inline std::vector<Record> bench_chain_beside_all(const Device&) {
+    return {bench_chain_beside<0, false>(), bench_chain_beside<0, true>(), bench_chain_beside<1, false>(),
+            bench_chain_beside<1, true>(), bench_chain_beside<2, false>(), bench_chain_beside<2, true>()};
+}
+
 inline std::vector<Record> bench_mio_many_all(const Device&) {
     std::vector<Record> v;
     mio_many_sweep<1>(v);
