@@ -12,4 +12,4 @@ ceilings_runs "$MODE" 2 200
 command -v ncu > /dev/null || exit 0
 timeout 200 ncu --clock-control none --section WarpStateStats --section SchedulerStats --csv "$EXE" "$MODE" \
   > "$OUT/${MODE}_ncu.csv" 2> "$OUT/${MODE}_ncu.log"
-say "ncu exit $?: $(wc -l < "$OUT/mio2_ncu.csv") lines"
+say "ncu exit $?: $(wc -l < "$OUT/${MODE}_ncu.csv") lines"

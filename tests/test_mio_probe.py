@@ -98,4 +98,93 @@ def test_the_shipped_model_carries_the_measured_depth():
 
     m = machine(SHIPPED.model_key)
     assert m.mio_queue_depth == _sidecar()["result"]["depth"]
-    assert m.sources["mio_queue_depth"].startswith("measured") and "mio2" in m.sources["mio_queue_depth"]
+    assert "measured" in m.sources["mio_queue_depth"] and "mio2" in m.sources["mio_queue_depth"]
+
+
+# ---- ceilings mio3: does SHFL wait behind the ldmatrix queue? ----------------------------------
+
+def _sidecar3() -> dict:
+    path = same_chip_path("mio/mio3.json")
+    if path is None:
+        pytest.skip("no ceilings mio3 run committed")
+    return json.loads(path.read_text())
+
+
+def test_the_mio3_chains_are_what_the_listing_says():
+    from flashprof.analysis.gap.controls import parse
+    from flashprof.analysis.gap.mio_probe import SASS3_FILE
+
+    fns = parse(SASS3_FILE.read_text())
+    chains = {f: b for f, b in fns.items() if not f.endswith(".flood")}
+    assert len(chains) == 6 and sum(f.endswith(".flood") for f in fns) == 3
+    for f, body in chains.items():
+        kind = {"0": "SHFL", "1": "LDS", "2": "FFMA"}[f.split("k_chain_besideILi")[1][0]]
+        assert sum(i.base == kind for i in body) == 64
+    for f, body in fns.items():
+        if f.endswith(".flood"):
+            assert sum(i.base == "LDSM" for i in body) == 8 and body[-1].base == "BRA"
+
+
+def test_the_mio3_judgement_is_the_raw_runs_against_the_predictions_written_before():
+    import math
+
+    side = _sidecar3()
+    res = side["result"]
+    raw = same_chip_path("mio/mio3.raw.jsonl")
+    meas = {r["name"]: statistics.median(r["cycles"]) for r in map(json.loads, raw.read_text().splitlines())
+            if r.get("record") == "measurement" and r.get("kind") == "mio3"}
+    assert set(meas) == {f"chain_{k}_{w}" for k in ("shfl", "lds", "ffma") for w in ("alone", "flood")}
+    pred = json.loads((REPO / res["predicted_before"]["file"]).read_text())
+    assert pred["created"] <= side["created"]
+    got = meas["chain_shfl_flood"] / meas["chain_shfl_alone"]
+    dist = {c: abs(math.log(got / (v["chain_shfl_flood"] / v["chain_shfl_alone"]))) for c, v in pred["by_candidate"].items()}
+    assert res["choice"] == min(dist, key=dist.get)
+    assert res["measured_flood_over_alone"]["shfl"] == pytest.approx(got)
+    # the control chain (no MIO) barely moves under the flood; LDS slows, as the model says it must
+    assert meas["chain_ffma_flood"] / meas["chain_ffma_alone"] < 1.1
+    assert meas["chain_lds_flood"] / meas["chain_lds_alone"] > 1.3
+
+
+def test_a_shuffle_in_the_mio_queue_waits_behind_shared_memory_requests():
+    """The scheduler's shfl_in_smem: a SHFL issued after a burst of LDSM completes after them."""
+    import dataclasses
+
+    from flashprof.analysis.gap.constants import machine
+    from flashprof.analysis.gap.controls import Control, Inst
+    from flashprof.analysis.gap.scheduler import simulate
+    from flashprof.kernels.gpus import SHIPPED
+
+    def inst(op, operands, stall=1, wb=None, wait=0):
+        return Inst(addr=0, predicate="", op=op, operands=operands, low=0, high=0,
+                    ctrl=Control(stall=stall, yield_flag=0, write_barrier=wb, read_barrier=None, wait_mask=wait, reuse=0))
+
+    body = [inst("LDSM.16.M88.4", f"R{4 * k}, [R100+{512 * k:#x}]", stall=1) for k in range(8)]
+    body += [inst("SHFL.BFLY", "PT, R50, R51, 0x1, 0x1f", stall=1, wb=5), inst("IADD3", "R52, R50, 0x1, RZ", wait=1 << 5)]
+    base = dataclasses.replace(machine(SHIPPED.model_key), mio_queue_depth=64.0)
+    spans = {}
+    for flag in (False, True):
+        a, b = {}, {}
+        m = dataclasses.replace(base, shfl_in_smem=flag)
+        simulate(list(body), m, 1, 4, 2, trace=a, trace_pc=8)
+        simulate(list(body), m, 1, 4, 2, trace=b, trace_pc=9)
+        spans[flag] = max(b[w][0] - a[w][0] for w in a)
+    assert spans[False] == pytest.approx(base.smem_latency, abs=2)
+    assert spans[True] > spans[False] + 50  # behind 4 warps x 8 LDSM.x4 = 128 wavefronts, a share of them
+
+
+def test_the_model_reads_the_shuffle_path_from_gpus_json_and_says_why_it_is_held():
+    """The rule chose S1; gpus.json holds the flag at 0 with the reason (docs/METHOD.md): the model
+    carries what gpus.json says, and where it departs from the rule's choice the source says so."""
+    from flashprof.analysis.gap.constants import machine
+    from flashprof.analysis.gap.data import REPO as root
+    from flashprof.kernels.gpus import SHIPPED
+
+    res = _sidecar3()["result"]
+    entry = json.loads((root / "flashprof" / "analysis" / "gpus.json").read_text())["gpus"][SHIPPED.model_key][
+        "issue_model"]["shfl_in_smem"]
+    m = machine(SHIPPED.model_key)
+    assert m.shfl_in_smem == bool(entry["value"])
+    assert "mio3" in entry["source"] and res["choice"] in entry["source"]
+    if m.shfl_in_smem != (res["choice"] == "S1"):
+        assert "Held" in entry["source"]
+    assert not machine("a100_80gb").shfl_in_smem and not machine("rtx3090").shfl_in_smem

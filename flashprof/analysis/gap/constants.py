@@ -164,8 +164,9 @@ class Machine:
     # always (the model as built); "rotating" -- the first one moves on by one every cycle (no
     # scheduler favoured: ceilings mio2's two-warp records, analysis/gap/mio_probe.py).
     sp_arbitration: str = "fixed"
-    # A candidate (ceilings mio3, analysis/gap/mio_probe.py): SHFL takes a slot of the MIO queue and
-    # one wavefront of the shared-memory data path, as LDS does, instead of the LSU port alone.
+    # SHFL takes a slot of the MIO queue and one wavefront of the shared-memory data path, as LDS
+    # does, instead of the LSU port alone: gpus.json where measured (ceilings mio3 on the H100, a
+    # SHFL chain beside an ldmatrix flood, analysis/gap/mio_probe.py); False elsewhere.
     shfl_in_smem: bool = False
     # Share of an LDGSTS's written bytes that take the shared-memory data path (128-byte
     # wavefronts, the path LDSM / LDS / STS use): ceilings smemshare, ldmatrix at full rate beside
@@ -253,6 +254,7 @@ def machine(gpu_key: str, gpus: dict | None = None, ceilings: Path | None = CEIL
         regs_per_sm=int(_v(g["registers_per_sm"])), smem_per_sm_kb=_v(g["smem_per_sm_kb"]),
         smem_reserved_per_cta_kb=_v(im["smem_reserved_per_cta_kb"]),
         l2_bytes_per_clk_sm=_v(im["l2_bytes_per_clk_sm"]) if "l2_bytes_per_clk_sm" in im else None,
+        shfl_in_smem=bool(_v(im["shfl_in_smem"])) if "shfl_in_smem" in im else False,
         sources={k: v["source"] for k, v in im.items()},
     )
     if g["arch"] == "sm_90" and ceilings is not None and Path(ceilings).is_file():

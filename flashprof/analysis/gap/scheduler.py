@@ -430,7 +430,8 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                     lsu_free = max(lsu_free, t) + 1.0 / m.lsu_per_clk_sm
                     if p == "smem":
                         start = max(t, smem_free)
-                        wf = waves[w.pc] * (conflict if i.base != "LDGSTS" else m.ldgsts_smem_share)
+                        wf = waves[w.pc] * (m.ldgsts_smem_share if i.base == "LDGSTS" else 1.0 if i.base == "SHFL"
+                                            else conflict)  # a shuffle (shfl_in_smem) has no bank conflicts
                         if smem_windows:
                             wf /= max(0.05, 1.0 - _taken(smem_windows, start))
                         smem_free = start + wf
