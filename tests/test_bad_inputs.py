@@ -305,12 +305,15 @@ def test_check_writable_reports_read_only(monkeypatch, tmp_path):
 def test_ctrl_c_is_one_line(files, tmp_path):
     """SIGINT in the middle of a run: 'profile: interrupted', exit 130, no traceback. The
     process's own exit is waited for (not end of file on its pipes, which a child still
-    sleeping in the stand-in torch can hold open), and its stderr goes to a file."""
+    sleeping in the stand-in torch can hold open), and its stderr goes to a file. The child
+    starts with SIGINT at its default, as under a terminal: a suite launched in the background
+    of a non-interactive shell inherits SIGINT ignored, and Python then installs no handler."""
     env = _env(PYTHONPATH=str(files / "faketorch"), FAKE_TORCH="hang")
     err = tmp_path / "stderr.txt"
     with err.open("w") as err_file:
         p = subprocess.Popen([PY, "-m", "flashprof.profiling.profile", "6"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                             stderr=err_file, text=True)
+                             stderr=err_file, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             assert p.stdout.readline().strip() == "busy"
             p.send_signal(signal.SIGINT)
