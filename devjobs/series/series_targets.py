@@ -147,7 +147,88 @@ def fixed_heads(listing: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-_loaded: dict[str, SeriesKernel] = {}
+# The FA2 reference the series measured, from the author's fork (devjobs/series_fa2_sass.sh,
+# reports/sass/series/fa2_provenance.json), built the same way for the GPU at hand:
+# launch_fa2.cu around the fork's headers, its setup.py flags for the flash_attn_2 extension.
+FA2_FLAGS = ["-O3", "-std=c++17", "-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__",
+             "-U__CUDA_NO_HALF2_OPERATORS__", "-U__CUDA_NO_BFLOAT16_CONVERSIONS__", "--expt-relaxed-constexpr",
+             "--expt-extended-lambda", "--use_fast_math", "-lineinfo", "-DFLASHATTENTION_DISABLE_BACKWARD",
+             "-DFLASHATTENTION_DISABLE_DROPOUT", "-DFLASHATTENTION_DISABLE_ALIBI", "-DFLASHATTENTION_DISABLE_SOFTCAP",
+             "-DFLASHATTENTION_DISABLE_UNEVEN_K", "-DFLASHATTENTION_DISABLE_LOCAL"]
+# listing -> kBlockN: 64 is what ran on the A100 (sm_80), 32 on the RTX 3090 (sm_86)
+FA2_LISTINGS = {"fa2_official": 64, "fa2_official_bn32": 32}
+
+
+def fa2_root() -> Path:
+    """FA2_SRC: a folder with csrc/flash_attn/src (sonnyli/flash-attention @ 84623a9) and
+    cutlass/include (NVIDIA/cutlass @ e9627ce); default build/fa2src, unpacked on first use
+    from .fa2src/fa2src.tar.xz (kept out of commits by .git/info/exclude)."""
+    root = Path(os.environ.get("FA2_SRC", REPO / "build" / "fa2src")).resolve()
+    packed = REPO / ".fa2src" / "fa2src.tar.xz"
+    if not (root / "csrc" / "flash_attn" / "src" / "flash.h").is_file() and packed.is_file():
+        root.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["tar", "xJf", str(packed), "-C", str(root)], check=True)
+    if not (root / "csrc" / "flash_attn" / "src" / "flash.h").is_file():
+        raise FileNotFoundError(f"{root}/csrc/flash_attn/src/flash.h missing: set FA2_SRC to the fork and CUTLASS")
+    return root
+
+
+def build_fa2(listing: str, arch: str | None = None) -> Path:
+    """nvcc -> build/series/<listing>_<arch>.so (reused when present); ptxas -v beside it."""
+    from flashprof.kernels.nvcc import link_flags
+
+    arch = arch or arch_of_device()
+    out = BUILD_DIR / f"{listing}_{arch}.so"
+    if out.exists():
+        return out
+    root = fa2_root()
+    src = root / "csrc" / "flash_attn"
+    BUILD_DIR.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.stem}.{os.getpid()}.tmp.so")
+    nv = nvcc()
+    cmd = [nv, *FA2_FLAGS, f"-DFA2_BLOCK_N={FA2_LISTINGS[listing]}", f"-gencode=arch=compute_{arch[3:]},code={arch}",
+           *SHARED, *link_flags(nv), "-I", str(HERE / "fa2" / "torch_stub"), "-I", str(src), "-I", str(src / "src"),
+           "-I", str(root / "cutlass" / "include"), str(HERE / "fa2" / "launch_fa2.cu"), "-o", str(tmp)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    (BUILD_DIR / f"{listing}_{arch}.ptxas").write_text(" ".join(cmd) + "\n" + proc.stdout + proc.stderr)
+    if proc.returncode != 0 or not tmp.exists():
+        raise RuntimeError(f"{listing} ({arch}): nvcc failed: {(proc.stderr or proc.stdout).strip().splitlines()[:1]}")
+    os.replace(tmp, out)
+    return out
+
+
+class Fa2Official:
+    """fn(q, k, v) -> o over the fork's FA2 kernel (fp16, (B, S, H, 128) contiguous)."""
+
+    def __init__(self, listing: str):
+        self.listing = listing
+        self.lib = ctypes.CDLL(str(build_fa2(listing)))
+        self.lib.fa2_fwd.restype = ctypes.c_int
+        self.lib.fa2_fwd.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 3 + [ctypes.c_void_p]
+        dims = (ctypes.c_int * 4)()
+        self.lib.fa2_config(dims)
+        self.B_r, self.B_c, self.n_warps, self.d_head = list(dims)
+
+    def __call__(self, q, k, v):
+        import torch
+
+        if q.dtype != torch.float16 or q.shape[-1] != self.d_head:
+            raise ValueError(f"{self.listing}: fp16 with d = {self.d_head} only (got {q.dtype}, d = {q.shape[-1]})")
+        if q.shape != k.shape or q.shape != v.shape or not all(t.is_contiguous() for t in (q, k, v)):
+            raise ValueError(f"{self.listing}: q, k, v of one contiguous (B, S, H, d) shape")
+        b, s, h, _ = q.shape
+        if s % self.B_r or s % self.B_c:
+            raise ValueError(f"{self.listing}: S = {s} is not a multiple of its {self.B_r} x {self.B_c} tile")
+        o = torch.empty_like(q)
+        lse = torch.empty((b, h, s), dtype=torch.float32, device=q.device)
+        err = self.lib.fa2_fwd(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(), b, s, h,
+                               torch.cuda.current_stream().cuda_stream)
+        if err:
+            raise RuntimeError(f"{self.listing}: launch failed with cudaError {err}")
+        return o
+
+
+_loaded: dict[str, object] = {}
 
 
 def _make(listing: str, info: dict):
@@ -167,3 +248,21 @@ def _make(listing: str, info: dict):
 
 for _listing, _info in listings().items():
     globals()[fn_name(_listing)] = _make(_listing, _info)
+
+
+def _make_fa2(listing: str, block_n: int):
+    def fn(q, k, v):
+        if listing not in _loaded:
+            _loaded[listing] = Fa2Official(listing)
+        return _loaded[listing](q, k, v)
+
+    fn.__name__ = listing
+    fn.__doc__ = (f"FA2 as the series measured it (sonnyli/flash-attention @ 84623a9, --use_fast_math), "
+                  f"128 x {block_n} tile, 4 warps: the tile run_mha_fwd_hdim128 picks on "
+                  f"{'the A100 (sm_80)' if block_n == 64 else 'the RTX 3090 (sm_86)'}.")
+    fn.title = f"FA2 official (128x{block_n})"
+    return fn
+
+
+for _listing, _bn in FA2_LISTINGS.items():
+    globals()[_listing] = _make_fa2(_listing, _bn)
