@@ -131,9 +131,10 @@ def series_code(listing: str, gpu: str, arch: str = "sm_90"):
 
 
 # ------------------------------------------------------------------ evidence
-def evidence(folder: Path) -> dict[str, dict]:
+def evidence(folder: Path, extra: tuple[str, ...] = ()) -> dict[str, dict]:
     """listing (or 'ref') -> what its S = 4096 report measured: SM cycles, clock, duration,
-    bank-conflict factor, tensor pipe %, issue active %, the stall groups of the model."""
+    bank-conflict factor, tensor pipe %, issue active %, the stall groups of the model.
+    ``extra``: other series_targets functions read under their own name (the fork's FA2)."""
     from flashprof.analysis.gap.issue_report import CONFLICT_LD, WAVEFRONTS, measured_stalls
     from flashprof.analysis.report.parse import load_frame, per_launch
     from flashprof.analysis.stages.summary import summarize_paths
@@ -142,7 +143,8 @@ def evidence(folder: Path) -> dict[str, dict]:
     for path in sorted(Path(folder).glob("*.ncu-rep")):
         stem = path.name[: -len(".ncu-rep")]
         m = _STEM.match(stem)
-        name = listing_of(m.group(1)) if m else REF if stem == "ref" else None
+        fn = stem.split("-", 1)[1] if stem.startswith("series_targets-") else None
+        name = fn if fn in extra else listing_of(m.group(1)) if m else REF if stem == "ref" else None
         try:
             shape = json.loads(path.with_suffix(".json").read_text()).get("shape", {})
         except (OSError, ValueError):
@@ -248,9 +250,12 @@ def render(res: dict) -> str:
 
 def run_folders(gpu: str) -> list[Path]:
     """The series' reports folder of a GPU, then each subfolder holding another run (e.g. the
-    RTX 3090 configurations, profiled in a later call beside their own FA2 report)."""
+    RTX 3090 configurations, profiled in a later call beside their own FA2 report). Not the
+    fork's-FA2 run (fa2_official.FOLDER): its own module reads it against its own denominator."""
+    from flashprof.analysis.gap.fa2_official import FOLDER
+
     folder = REPO / "reports" / gpu / "series"
-    subs = sorted(d for d in folder.glob("*/") if d.is_dir() and any(d.glob("*.ncu-rep")))
+    subs = sorted(d for d in folder.glob("*/") if d.is_dir() and d.name != FOLDER and any(d.glob("*.ncu-rep")))
     return [folder, *subs]
 
 
