@@ -173,7 +173,7 @@ def a100_context() -> dict:
 
     rows = json.loads((REPO / "reports" / "gap" / "issue_model.json").read_text())
     pub = load_published()["gpus"][PUBLISHED_KEY[A100]]
-    fa2 = pub.get("fa2_tflops", {}).get("seq_4096") if isinstance(pub.get("fa2_tflops"), dict) else None
+    fa2 = (pub.get("reference_tflops") or {}).get("seq_4096")
     out = {"fa2_published_tflops": fa2, "kernels": {}}
     for r in rows:
         if r.get("kind") != "row" or r.get("gpu_key") != "a100_80gb" or r.get("binary") != "series":
