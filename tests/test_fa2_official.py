@@ -81,3 +81,21 @@ def test_imported_sass_is_the_fork_kernel_with_its_ptxas_registers_and_tile_work
         assert f"# registers: {regs}" in text
         code = series_loop("ref", f"{GPU}/{fo.FOLDER}/{name}_sm_90")
         assert sum(flop_per_warp(i) for i in code.body) == pytest.approx(4 * 128 * bn * 128 / 4)
+
+
+def test_the_a100_absolute_errors_are_the_rows_own_tflops_against_published_pct_times_fa2(result):
+    """Each A100 series row's throughput error, worked from issue_model.json's rows and the
+    published FA2 TFLOP/s (published.json), not from a100_context."""
+    rows = [r for r in json.loads((REPO / "reports" / "gap" / "issue_model.json").read_text())
+            if r.get("kind") == "row" and r.get("gpu_key") == "a100_80gb" and r.get("binary") == "series"]
+    pub = json.loads((REPO / "flashprof" / "analysis" / "published.json").read_text()) \
+        if (REPO / "flashprof" / "analysis" / "published.json").is_file() else None
+    fa2 = result["a100"]["fa2_published_tflops"]
+    if pub is not None:
+        assert fa2 == next(g["reference_tflops"]["seq_4096"] for g in pub["gpus"].values() if g.get("gpu_key") == "a100_80gb")
+    assert fa2 == 186.4  # series-published.md: FA2 186.4 TFLOP/s at S = 4096 on the A100
+    got = result["a100"]["kernels"]
+    for r in rows:
+        pct = 100.0 if r["target"] == "ref" else r["published_pct"]
+        assert got[r["target"]]["tflops_error_pct"] == pytest.approx(100 * (r["pred_tflops"] / (fa2 * pct / 100) - 1))
+    assert len(got) == 17

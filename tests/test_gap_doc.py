@@ -10,13 +10,12 @@ from flashprof.analysis.gap import gap_doc
 
 
 def test_the_committed_page_is_what_the_committed_data_renders():
-    recs, wi, chk, here = gap_doc.inputs()
-    assert gap_doc.PAGE.read_text() == gap_doc.render(recs, wi, chk, here), \
+    assert gap_doc.PAGE.read_text() == gap_doc.render(*gap_doc.inputs()), \
         "docs/GAP.md is stale: python -m flashprof.analysis.gap.gap_doc"
 
 
 def test_skill_numbers_worked_from_the_rows():
-    recs, _, _, _ = gap_doc.inputs()
+    recs = gap_doc.inputs()[0]
     for key in gap_doc.SERIES_GPUS:
         rows = [r for r in recs if r["kind"] == "row" and r["gpu_key"] == key and r["binary"] == "series"
                 and r.get("seq", 4096) == 4096]
@@ -46,7 +45,7 @@ def test_spearman_of_a_constant_is_undefined():
 
 
 def test_what_if_records_name_every_change_once():
-    _, wi, _, _ = gap_doc.inputs()
+    wi = gap_doc.inputs()[1]
     assert wi, "reports/gap/whatif.json: flashprof gap --what-if --format json > reports/gap/whatif.json"
     changes = [r["change"] for r in wi]
     assert changes[0] == "baseline" and len(set(changes)) == len(changes)

@@ -174,7 +174,10 @@ def a100_context() -> dict:
     rows = json.loads((REPO / "reports" / "gap" / "issue_model.json").read_text())
     pub = load_published()["gpus"][PUBLISHED_KEY[A100]]
     fa2 = (pub.get("reference_tflops") or {}).get("seq_4096")
-    out = {"fa2_published_tflops": fa2, "kernels": {}}
+    from flashprof.analysis.gap.loops import SERIES_FA2, series_loop
+
+    out = {"fa2_published_tflops": fa2, "fa2_sass": SERIES_FA2["a100_80gb"],
+           "fa2_loop_insts": len(series_loop(REF, SERIES_FA2["a100_80gb"]).body), "kernels": {}}
     for r in rows:
         if r.get("kind") != "row" or r.get("gpu_key") != "a100_80gb" or r.get("binary") != "series":
             continue

@@ -3,7 +3,8 @@
 Inputs: ``reports/gap/issue_model.json`` (the issue model's records), and where present
 ``reports/gap/whatif.json`` (``flashprof gap --what-if --format json``) and
 ``reports/sass/autotune_wgmma_issue_model.csv`` (``autotune_check --wgmma``) and
-``reports/gap/series_h200.json`` (``series_measured --write``). Output: the
+``reports/gap/series_h200.json`` (``series_measured --write``) and
+``reports/gap/fa2_official_<gpu>.json`` (``fa2_official --write``). Output: the
 page text. ``python -m flashprof.analysis.gap.gap_doc`` writes it; a test checks that the
 committed page is what this renders from the committed data.
 
@@ -30,6 +31,8 @@ WHATIF = frozen.DIR / "whatif.json"
 WGMMA_CHECK = REPO / "reports" / "sass" / "autotune_wgmma_issue_model.csv"
 # The series' binaries measured on the shipped GPU (analysis/gap/series_measured.py --write).
 SERIES_HERE = frozen.DIR / "series_h200.json"
+# FA2 as the series measured it (the fork's kernel) built for sm_90 and profiled (analysis/gap/fa2_official.py --write).
+OFFICIAL = tuple(frozen.DIR / f"fa2_official_{g}.json" for g in ("h200", "h100"))
 SERIES_GPUS = tuple(PUBLISHED_KEY)  # the GPUs with published numbers (model keys, kernels/gpus.py)
 
 
@@ -167,7 +170,7 @@ def _mae(errs) -> float:
 
 
 def render(recs: list[dict], whatif: list[dict] | None = None, wgmma_check: pd.DataFrame | None = None,
-           series_here: list[dict] | None = None) -> str:
+           series_here: list[dict] | None = None, official: dict | None = None) -> str:
     rows = [r for r in recs if r["kind"] == "row" and r.get("seq", 4096) == 4096]
     summ = {(r["gpu_key"], r["binary"]): r for r in recs if r["kind"] == "summary"}
     out = ["# Why the same code trails FA2 more on an A100 than on an RTX 3090, and where the H200 kernels lose time",
@@ -206,9 +209,12 @@ def render(recs: list[dict], whatif: list[dict] | None = None, wgmma_check: pd.D
                    + (f"; all 16 kernels MAE {_f(s.get('mae_pp'))} ± {_f(s.get('mae_sd_pp'))} pp (seed spread)." if s else "."))
     if series_here:
         out.append(_series_here_verdict(series_here))
+    if official:
+        out.append(_official_verdict(official))
     out.append("")
     # ---- per-kernel tables
     out += _series_here_table(series_here, rows) if series_here else []
+    out += _official_table(official) if official else []
     for key in SERIES_GPUS:
         sub = sorted((r for r in rows if r["gpu_key"] == key and r["binary"] == "series" and r["target"] != REF),
                      key=lambda r: int(r["target"]))
@@ -355,6 +361,49 @@ def _series_here_table(res: list[dict], rows: list[dict]) -> list[str]:
                   "the `ceilings mix` microbenchmark (`reports/h200/mma_mix/interplay.json`), never on these kernels.", ""]
 
 
+def _official_verdict(res: dict) -> str:
+    """One verdict line: where the A100's miss sits (its absolute rows) and what the fork's FA2,
+    built for sm_90 and profiled, says of the model's cost of that code."""
+    a = res["a100"]
+    ks = {k: v["tflops_error_pct"] for k, v in a["kernels"].items() if k != REF and not _nan(v["tflops_error_pct"])}
+    worst = max(ks, key=lambda k: abs(ks[k]))
+    rows = {r["name"]: r for r in res["rows"]}
+    fork, ref, k16 = rows["fa2_official"], rows[REF], rows.get("16_A100")
+    gpu = res["gpu"].upper()
+    return (f"- **Where the A100's miss sits.** Against the published throughput (published % × FA2's "
+            f"{_f(a['fa2_published_tflops'])} TFLOP/s) the model's throughput for the series' kernels 1–16 is off by "
+            f"{_f(statistics.fmean(abs(v) for v in ks.values()))} % on average (worst: kernel {worst}, "
+            f"{_f(ks[worst], '{:+.1f}')} %) and FA2, the fork's sm_80 build, at {_f(a['kernels'][REF]['tflops_error_pct'], '{:+.1f}')} %: "
+            f"every A100 % of FA2 is high by about that one number. The same fork kernel built for sm_90 and profiled on the "
+            f"{gpu} (`reports/{res['gpu']}/series/fa2_official/`; its loop {fork['loop_insts']} instructions, the sm_80 "
+            f"build's {a['fa2_loop_insts']}) is priced like everything else there: SM cycles "
+            f"{_f(fork['cycles_error_pct'], '{:+.1f}')} % (PyTorch's FA2 {_f(ref['cycles_error_pct'], '{:+.1f}')} %"
+            + (f", kernel 16 {_f(k16['cycles_error_pct'], '{:+.1f}')} %" if k16 else "")
+            + f"), {_f(fork['meas_pct_of_ref'])} % of PyTorch's FA2 measured, {_f(fork['pred_pct_of_ref'])} % predicted. "
+            "So the model's cost of that code is not what misses on the A100; what is left is specific to GA100 (no "
+            "sm_90 part can measure it) or to the binary the series ran (no listing of its FA2 exists to check the rebuild against).")
+
+
+def _official_table(res: dict) -> list[str]:
+    """FA2 as the series measured it, on the sm_90 part at hand, beside PyTorch's FA2 and series kernels."""
+    top = lambda d: ", ".join(f"{k} {v:.2f}" for k, v in sorted(d.items(), key=lambda kv: -(kv[1] if not _nan(kv[1]) else -1))[:2])
+    clock = statistics.fmean(r["clock_ghz"] for r in res["rows"])
+    out = [f"## {res['gpu'].upper()}: FA2 as the series measured it (the fork's kernel, built for sm_90), beside PyTorch's", "",
+           f"`python -m flashprof.analysis.gap.fa2_official --gpu {res['gpu']} --write` → `reports/gap/fa2_official_{res['gpu']}.json`. "
+           "One run (`devjobs/fa2_official.sh`): each kernel gated, then profiled with Nsight Compute at S = 4096, B = 16, "
+           f"H = 16, d = 128 (SM clock {clock:.2f} GHz); % of an FA2 = its SM cycles / the kernel's. `fa2_official` is the "
+           "128 x 64 tile the A100 ran, `fa2_official_bn32` the 128 x 32 tile the RTX 3090 ran; the model's predictions were "
+           f"committed before the run (`reports/{res['gpu']}/series/fa2_official/predictions.json`).", "",
+           "| kernel | loop instructions | cycles error | % of the fork's FA2 meas / pred | % of PyTorch's FA2 meas / pred | "
+           "tensor pipe % meas / pred | stalls measured (top 2) | predicted (top 2) |", "|---|---|---|---|---|---|---|---|"]
+    for r in res["rows"]:
+        out.append(f"| {r['name']} | {r['loop_insts']} | {_f(r['cycles_error_pct'], '{:+.1f}')} % | "
+                   f"{_f(r['meas_pct_of_fa2_official'])} / {_f(r['pred_pct_of_fa2_official'])} | "
+                   f"{_f(r['meas_pct_of_ref'])} / {_f(r['pred_pct_of_ref'])} | {_f(r['meas_tensor_pct'])} / {_f(r['pred_tensor_pct'])} | "
+                   f"{top(r['meas_stalls'])} | {top(r['pred_stalls'])} |")
+    return out + [""]
+
+
 def _nan_for_null(v):
     """JSON null back to NaN (``flashprof gap --format json`` writes NaN as null)."""
     if v is None:
@@ -366,13 +415,14 @@ def _nan_for_null(v):
     return v
 
 
-def inputs(folder: Path | None = None) -> tuple[list[dict], list[dict] | None, pd.DataFrame | None, list | None]:
+def inputs(folder: Path | None = None) -> tuple[list[dict], list[dict] | None, pd.DataFrame | None, list | None, dict | None]:
     recs, _meta = frozen.read(folder)
     wi = json.loads(WHATIF.read_text()) if WHATIF.is_file() else None
     wi = [_nan_for_null(r) for r in wi] if wi else None
     chk = pd.read_csv(WGMMA_CHECK) if WGMMA_CHECK.is_file() else None
     here = _nan_for_null(json.loads(SERIES_HERE.read_text())) if SERIES_HERE.is_file() else None
-    return recs, wi, chk, here
+    off = next((_nan_for_null(json.loads(p.read_text())) for p in OFFICIAL if p.is_file()), None)
+    return recs, wi, chk, here, off
 
 
 def main(argv=None) -> int:
