@@ -47,10 +47,17 @@ PROBES_XU = {k: ("MUFU", 128, {"orig": "xu.cubin"}) for k in ("xu_soft1", "xu_so
 PROBES_MIX = {"fa2_skel": ("HMMA", 96, {"orig": "mix.cubin"})}
 # the same without the exponential (mix2.cubin: no MUFU), to tell the HMMA side from the XU side
 PROBES_MIX2 = {"fa2_skel_noexp": ("HMMA", 96, {"orig": "mix2.cubin"})}
-MODES = {"yield": PROBES, "yield2": PROBES2, "xu": PROBES_XU, "mix": PROBES_MIX, "mix2": PROBES_MIX2}
+# the wait after a stall count (issue 31): every kernel's per-PC samples put the wait after an
+# instruction of stall count S near S cycles where the model waits S - 1 (pc_stalls.wait_after_stall);
+# the lone-warp yield probe measured S + 0.09 for S = 1, 2. Every FFMA's stall count set to S (yield
+# bit as compiled), 1 / 2 / 4 warps a sub-partition: does a warp wait longer than its count when others are there?
+STALLS = (2, 3, 4, 5, 6, 8, 10)
+PROBES_STALL = {"yield_ffma": ("FFMA", 128, {"orig": "orig.cubin", **{f"s{s}": f"ffma_s{s}y1.cubin" for s in STALLS}})}
+MODES = {"yield": PROBES, "yield2": PROBES2, "xu": PROBES_XU, "mix": PROBES_MIX, "mix2": PROBES_MIX2,
+         "stall": PROBES_STALL}
 COMMANDS = {"yield": "bash devjobs/session23.sh", "yield2": "bash devjobs/session23b.sh",
             "xu": "bash devjobs/session24b.sh", "mix": "bash devjobs/session24c.sh",
-            "mix2": "bash devjobs/session24d.sh"}  # the device job of each mode
+            "mix2": "bash devjobs/session24d.sh", "stall": "bash devjobs/stall_call.sh"}  # the device job of each mode
 PER_SP = (1, 2, 4)
 WHAT = ("yield / operand-reuse probe (flashprof/kernels/ceilings/yield_probe.cu, yield_host.cu; cubins patched "
         "by flashprof.kernels.sass.patch, committed here): cycles per instruction per sub-partition, clock64 "
@@ -110,7 +117,7 @@ def write_predictions(folder: Path, mode: str = "yield") -> Path:
                    "written before the run (analysis/gap/yield_probe.py predict)",
            "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"), "commit": head,
            "records": predict(folder, MODES[mode])}
-    if mode in ("xu", "mix", "mix2"):  # the warp choice matters with 2 and 4 warps a sub-partition: both, named
+    if mode in ("xu", "mix", "mix2", "stall"):  # the warp choice matters with 2 and 4 warps a sub-partition: both, named
         rec["records_round_robin"] = predict(folder, MODES[mode], policy="round_robin")
         m = machine(SHIPPED.model_key)
         rec["machine"] = {"xu_issue_steal": m.xu_issue_steal, "xu_steal_scope": m.xu_steal_scope,
