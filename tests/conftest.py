@@ -49,6 +49,19 @@ def sidecar(path: Path) -> dict:
     return json.loads(path.with_suffix(".json").read_text())
 
 
+def stored_rule(section: str) -> dict:
+    """A judged rule's record, wgmma_interplay.json's ``section`` (xu_rule, dispatch_rule); skips
+    the test where the file or the section is absent."""
+    from flashprof.analysis.gap.wgmma_interplay import RESULT
+
+    if not RESULT.is_file():
+        pytest.skip(f"{RESULT} absent")
+    rule = json.loads(RESULT.read_text()).get(section)
+    if not rule:
+        pytest.skip(f"no {section} judged")
+    return rule
+
+
 @pytest.fixture(scope="session")
 def raw_kernels() -> dict:
     """{"1".."7": raw metrics of reports/h200/kernel<i>.ncu-rep}."""

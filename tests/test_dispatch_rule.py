@@ -9,16 +9,7 @@ import statistics
 
 import pytest
 
-from flashprof.analysis.gap.wgmma_interplay import RESULT
-
-
-def _rule() -> dict:
-    if not RESULT.is_file():
-        pytest.skip(f"{RESULT} absent")
-    rule = json.loads(RESULT.read_text()).get("dispatch_rule")
-    if not rule:
-        pytest.skip("no dispatch_rule judged")
-    return rule
+from conftest import stored_rule
 
 
 def _inst(text: str, stall: int = 1):
@@ -82,7 +73,7 @@ def test_the_rule_as_written():
 def test_the_committed_choice_follows_the_rule():
     from flashprof.analysis.gap.dispatch_rule import choose
 
-    rule = _rule()
+    rule = stored_rule("dispatch_rule")
     errs = rule["error_pct"]
     pooled = {c: statistics.fmean(abs(v) for by in errs[c].values() for v in by.values()) for c in errs}
     for c in ("H0", "H1", "H2", "H3"):
@@ -103,7 +94,7 @@ def test_the_skeleton_scores_are_the_raw_runs_against_the_scheduler_now():
     from flashprof.analysis.gap.yield_probe import loop_of
     from flashprof.kernels.gpus import SHIPPED
 
-    rule = _rule()
+    rule = stored_rule("dispatch_rule")
     ms = dispatch_rule.candidates()
     for mode, kernel in (("mix", "fa2_skel"), ("mix2", "fa2_skel_noexp")):
         raw = same_chip_path(f"yield/{mode}.raw.jsonl")
@@ -122,7 +113,7 @@ def test_the_model_reads_the_choice():
     from flashprof.analysis.gap.constants import machine
     from flashprof.kernels.gpus import SHIPPED
 
-    rule = _rule()
+    rule = stored_rule("dispatch_rule")
     m = machine(SHIPPED.model_key)
     assert (m.hmma_switch_dispatch > 0) == (rule["choice"] in ("H1", "H3"))
     assert m.mufu_in_mio == (rule["choice"] in ("H2", "H3"))

@@ -8,20 +8,11 @@ import statistics
 
 import pytest
 
-from flashprof.analysis.gap.wgmma_interplay import RESULT
-
-
-def _rule() -> dict:
-    if not RESULT.is_file():
-        pytest.skip(f"{RESULT} absent")
-    rule = json.loads(RESULT.read_text()).get("xu_rule")
-    if not rule:
-        pytest.skip("no xu_rule judged")
-    return rule
+from conftest import stored_rule
 
 
 def test_the_choice_is_the_least_pooled_error_with_ties_to_the_simpler():
-    rule = _rule()
+    rule = stored_rule("xu_rule")
     errs = rule["error_pct"]
     pooled = {c: statistics.fmean(abs(v) for by in errs[c].values() for v in by.values()) for c in errs}
     for c in pooled:
@@ -44,7 +35,7 @@ def test_the_xu_probe_scores_are_the_raw_runs_against_the_scheduler_now():
     from flashprof.analysis.gap.yield_probe import loop_of
     from flashprof.kernels.gpus import SHIPPED
 
-    rule = _rule()
+    rule = stored_rule("xu_rule")
     raw = same_chip_path("yield/xu.raw.jsonl")
     recs = {r["name"]: r for r in map(json.loads, raw.read_text().splitlines()) if r.get("record") == "measurement"}
     sass = (REPO / SHIPPED.reports / "yield" / "xu.sass").read_text()
@@ -62,7 +53,7 @@ def test_the_model_reads_the_chosen_rule():
     from flashprof.analysis.gap.constants import machine
     from flashprof.kernels.gpus import SHIPPED
 
-    rule = _rule()
+    rule = stored_rule("xu_rule")
     m = machine(SHIPPED.model_key)
     assert m.xu_steal_scope == rule["xu_steal_scope"]
     assert m.xu_issue_steal == pytest.approx(rule["xu_issue_steal"])

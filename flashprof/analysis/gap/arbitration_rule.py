@@ -19,12 +19,12 @@ point; mio2's two-warp MAE is reported beside, not judged. No kernel's time ente
 from __future__ import annotations
 
 import dataclasses
-import json
 import statistics
 import sys
 
 from flashprof.analysis.gap.constants import machine
 from flashprof.analysis.gap.data import REPO
+from flashprof.analysis.gap.rules import print_candidates, score, write_record
 from flashprof.kernels.gpus import SHIPPED
 
 CANDIDATES = ("R0", "R1")
@@ -63,9 +63,7 @@ def choose(pooled: dict[str, float]) -> str:
 
 def judge(m0=None) -> dict:
     ms = candidates(m0)
-    errs = {c: {s: f(m) for s, f in sets().items()} for c, m in ms.items()}
-    mae = {c: {s: statistics.fmean(abs(v) for v in e.values()) for s, e in by.items()} for c, by in errs.items()}
-    pooled = {c: statistics.fmean(abs(v) for e in by.values() for v in e.values()) for c, by in errs.items()}
+    errs, mae, pooled = score(ms, sets())
     return {"rule": RULE, "error_pct": errs, "mae_pct": mae, "pooled_mae_pct": pooled, "choice": choose(pooled),
             "mio2_two_warp_mae_pct": {c: mio2_two_warp_mae(m) for c, m in ms.items()},
             "records": {s: len(e) for s, e in errs["R0"].items()}}
@@ -74,13 +72,10 @@ def judge(m0=None) -> dict:
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     rec = judge()
-    for c in CANDIDATES:
-        print(f"{c}: " + "  ".join(f"{s} {v:5.2f} %" for s, v in rec["mae_pct"][c].items())
-              + f"  pooled {rec['pooled_mae_pct'][c]:5.2f} %  (mio2 two-warp {rec['mio2_two_warp_mae_pct'][c]:5.1f} %)")
+    print_candidates(rec, CANDIDATES, extra=lambda c: f"  (mio2 two-warp {rec['mio2_two_warp_mae_pct'][c]:5.1f} %)")
     print(f"choice: {rec['choice']}")
     if "--write" in argv:
-        RESULT.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
-        print(f"wrote {RESULT.relative_to(REPO)}")
+        write_record(RESULT, rec)
     return 0
 
 

@@ -26,13 +26,12 @@ wgmma_interplay.json's ``dispatch_rule`` section, which constants reads.
 from __future__ import annotations
 
 import dataclasses
-import json
-import statistics
 import sys
 
 from flashprof.analysis.gap.ceil_run import same_chip_path
 from flashprof.analysis.gap.constants import machine
 from flashprof.analysis.gap.data import REPO
+from flashprof.analysis.gap.rules import print_candidates, score, write_record
 from flashprof.kernels.gpus import SHIPPED
 
 CANDIDATES = ("H0", "H1", "H2", "H3")  # simplest first: the order ties go in
@@ -86,9 +85,7 @@ def choose(pooled: dict[str, float]) -> str:
 
 def judge(m0=None) -> dict:
     ms = candidates(m0)
-    errs = {c: {s: f(m) for s, f in SETS.items()} for c, m in ms.items()}
-    mae = {c: {s: statistics.fmean(abs(v) for v in e.values()) for s, e in by.items()} for c, by in errs.items()}
-    pooled = {c: statistics.fmean(abs(v) for e in by.values() for v in e.values()) for c, by in errs.items()}
+    errs, mae, pooled = score(ms, SETS)
     choice = choose(pooled)
     return {"rule": RULE, "candidates": DESCRIBE, "records": {s: len(next(iter(errs.values()))[s]) for s in SETS},
             "error_pct": errs, "mae_pct": mae, "pooled_mae_pct": pooled, "choice": choice,
@@ -98,19 +95,14 @@ def judge(m0=None) -> dict:
 
 
 def main(argv=None) -> int:
-    from flashprof.analysis.gap.wgmma_interplay import RESULT, load
+    from flashprof.analysis.gap.wgmma_interplay import RESULT
 
     argv = list(sys.argv[1:] if argv is None else argv)
     rec = judge()
-    for c in CANDIDATES:
-        print(f"{c}: " + "  ".join(f"{s} {v:5.2f} %" for s, v in rec["mae_pct"][c].items())
-              + f"  pooled {rec['pooled_mae_pct'][c]:5.2f} %")
+    print_candidates(rec, CANDIDATES)
     print(f"choice: {rec['choice']} ({DESCRIBE[rec['choice']]})")
     if "--write" in argv:
-        stored = load() or {}
-        stored["dispatch_rule"] = rec
-        RESULT.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
-        print(f"wrote {RESULT.relative_to(REPO)} (dispatch_rule)")
+        write_record(RESULT, rec, "dispatch_rule")
     return 0
 
 

@@ -24,13 +24,12 @@ constants reads over ``xu_scope``.
 from __future__ import annotations
 
 import dataclasses
-import json
-import statistics
 import sys
 
 from flashprof.analysis.gap.ceil_run import same_chip_path
 from flashprof.analysis.gap.constants import machine
 from flashprof.analysis.gap.data import REPO
+from flashprof.analysis.gap.rules import print_candidates, score, write_record
 from flashprof.kernels.gpus import SHIPPED
 
 CANDIDATES = ("C1", "C0", "C2")  # simplest first: the order ties go in
@@ -83,9 +82,7 @@ SETS = {"wgsplit3": wgsplit3_errors, "wgsplit5": wgsplit5_errors, "xu_probe": xu
 
 
 def judge(m0=None) -> dict:
-    errs = {c: {s: f(m) for s, f in SETS.items()} for c, m in candidates(m0).items()}
-    mae = {c: {s: statistics.fmean(abs(v) for v in e.values()) for s, e in by.items()} for c, by in errs.items()}
-    pooled = {c: statistics.fmean(abs(v) for e in by.values() for v in e.values()) for c, by in errs.items()}
+    errs, mae, pooled = score(candidates(m0), SETS)
     best = min(pooled.values())
     choice = next(c for c in CANDIDATES if pooled[c] <= best + 1.0)
     cm = candidates(m0)[choice]
@@ -99,19 +96,14 @@ def judge(m0=None) -> dict:
 
 
 def main(argv=None) -> int:
-    from flashprof.analysis.gap.wgmma_interplay import RESULT, load
+    from flashprof.analysis.gap.wgmma_interplay import RESULT
 
     argv = list(sys.argv[1:] if argv is None else argv)
     rec = judge()
-    for c in CANDIDATES:
-        print(f"{c}: " + "  ".join(f"{s} {v:5.1f} %" for s, v in rec["mae_pct"][c].items())
-              + f"  pooled {rec['pooled_mae_pct'][c]:5.2f} %")
+    print_candidates(rec, CANDIDATES, fmt="5.1f")
     print(f"choice: {rec['choice']} (xu_steal_scope {rec['xu_steal_scope']}, xu_issue_steal {rec['xu_issue_steal']:g})")
     if "--write" in argv:
-        stored = load() or {}
-        stored["xu_rule"] = rec
-        RESULT.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
-        print(f"wrote {RESULT.relative_to(REPO)} (xu_rule)")
+        write_record(RESULT, rec, "xu_rule")
     return 0
 
 
