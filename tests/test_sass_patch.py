@@ -163,7 +163,20 @@ def test_ex2_in_the_softmax_mix_runs_at_the_xu_pipe_rate():
             assert _cpi(rec[f"yield_{k}_orig_w{w}"]) == pytest.approx(interval, rel=0.02)
 
 
-@pytest.mark.parametrize("mode", ["yield", "yield2", "xu", "mix", "mix2"])
+def test_a_stall_count_costs_its_count_with_other_warps_there():
+    """The stall-count probe (docs/METHOD.md), from the raw spans: every FFMA at stall count S
+    (2-10) costs a lone warp S cycles, and 2 or 4 warps a sub-partition share them: S / warps
+    cycles an instruction (at least one), within 0.1 cycle (the loop counter and branch of each
+    128-FFMA pass). No extra fixed cycle with others there."""
+    _raw, rec = _probe_run("stall")
+    from flashprof.analysis.gap.yield_probe import STALLS
+
+    for s in STALLS:
+        for w in (1, 2, 4):
+            assert _cpi(rec[f"yield_yield_ffma_s{s}_w{w}"]) == pytest.approx(max(1.0, s / w), abs=0.1)
+
+
+@pytest.mark.parametrize("mode", ["yield", "yield2", "xu", "mix", "mix2", "stall"])
 def test_each_probe_sidecar_is_its_raw_run_and_was_predicted_first(mode):
     """Every probe call (yield, yield2, the XU probe, FA2's compute skeleton with and without the
     exponential): its sidecar is its raw run (cycles per instruction recomputed here from the
