@@ -20,7 +20,7 @@ export SERIES_SRC=$PWD/.series PYTHONUNBUFFERED=1
 PY=.venv/bin/python
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 case $GPU in *H200*) G=h200;; *H100*) G=h100;; *) G=other;; esac
-D=reports/$G/series/fa2_official; mkdir -p $D/sass $D/logs
+D=${DEST:-reports/$G/series/fa2_official}; mkdir -p $D/sass $D/logs  # DEST: another folder (a repeat run)
 say "setup done on $GPU"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv,noheader | tee $D/logs/gpu.txt
 $PY -P - > $D/logs/build.log 2>&1 <<'PY'

@@ -103,36 +103,59 @@ def build_all(arch: str | None = None, jobs: int = 16) -> dict[str, Path]:
         return dict(zip(names, ex.map(lambda n: build(n, arch), names)))
 
 
-class SeriesKernel:
+class _Built:
+    """One built shared library that runs one kernel: ``<prefix>_config(int[4])`` gives B_r, B_c,
+    n_warps, d_head; ``<prefix>_fwd(ptrs..., batch, seq, heads, stream)`` launches it."""
+
+    heads: int | None = None
+
+    def __init__(self, label: str, path: Path, prefix: str, n_ptrs: int):
+        self.label = label
+        self.lib = ctypes.CDLL(str(path))
+        self.fwd = getattr(self.lib, f"{prefix}_fwd")
+        self.fwd.restype = ctypes.c_int
+        self.fwd.argtypes = [ctypes.c_void_p] * n_ptrs + [ctypes.c_int] * 3 + [ctypes.c_void_p]
+        dims = (ctypes.c_int * 4)()
+        getattr(self.lib, f"{prefix}_config")(dims)
+        self.B_r, self.B_c, self.n_warps, self.d_head = list(dims)
+
+    def shape(self, q, k, v) -> tuple[int, int, int]:
+        """(B, S, H) of fp16 (B, S, H, d) contiguous q, k, v this kernel runs; ValueError otherwise."""
+        import torch
+
+        if q.dtype != torch.float16 or q.shape[-1] != self.d_head:
+            raise ValueError(f"{self.label}: fp16 with d = {self.d_head} only (got {q.dtype}, d = {q.shape[-1]})")
+        if q.shape != k.shape or q.shape != v.shape or not all(t.is_contiguous() for t in (q, k, v)):
+            raise ValueError(f"{self.label}: q, k, v of one contiguous (B, S, H, d) shape")
+        b, s, h, _ = q.shape
+        if self.heads is not None and h != self.heads:
+            raise ValueError(f"{self.label}: built for H = {self.heads} heads only (its N_HEADS), got {h}")
+        if s % self.B_r or s % self.B_c:
+            raise ValueError(f"{self.label}: S = {s} is not a multiple of its {self.B_r} x {self.B_c} tile")
+        return b, s, h
+
+    def launch(self, *ptrs_and_dims) -> None:
+        import torch
+
+        err = self.fwd(*ptrs_and_dims, torch.cuda.current_stream().cuda_stream)
+        if err:
+            raise RuntimeError(f"{self.label}: launch failed with cudaError {err}")
+
+
+class SeriesKernel(_Built):
     """fn(q, k, v) -> o over one built listing (fp16, (B, S, H, d) contiguous)."""
 
     def __init__(self, listing: str):
+        super().__init__(f"series {listing}", build(listing), "series", 4)
         self.listing = listing
-        self.lib = ctypes.CDLL(str(build(listing)))
-        self.lib.series_fwd.restype = ctypes.c_int
-        self.lib.series_fwd.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 3 + [ctypes.c_void_p]
-        dims = (ctypes.c_int * 4)()
-        self.lib.series_config(dims)
-        self.B_r, self.B_c, self.n_warps, self.d_head = list(dims)
         self.heads = fixed_heads(listing)
 
     def __call__(self, q, k, v):
         import torch
 
-        if q.dtype != torch.float16 or q.shape[-1] != self.d_head:
-            raise ValueError(f"series {self.listing}: fp16 with d = {self.d_head} only (got {q.dtype}, d = {q.shape[-1]})")
-        if q.shape != k.shape or q.shape != v.shape or not all(t.is_contiguous() for t in (q, k, v)):
-            raise ValueError(f"series {self.listing}: q, k, v of one contiguous (B, S, H, d) shape")
-        b, s, h, _ = q.shape
-        if self.heads is not None and h != self.heads:
-            raise ValueError(f"series {self.listing}: built for H = {self.heads} heads only (its N_HEADS), got {h}")
-        if s % self.B_r or s % self.B_c:
-            raise ValueError(f"series {self.listing}: S = {s} is not a multiple of its {self.B_r} x {self.B_c} tile")
+        b, s, h = self.shape(q, k, v)
         o = torch.empty_like(q)
-        err = self.lib.series_fwd(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), b, s, h,
-                                  torch.cuda.current_stream().cuda_stream)
-        if err:
-            raise RuntimeError(f"series {self.listing}: launch failed with cudaError {err}")
+        self.launch(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), b, s, h)
         return o
 
 
@@ -197,34 +220,20 @@ def build_fa2(listing: str, arch: str | None = None) -> Path:
     return out
 
 
-class Fa2Official:
+class Fa2Official(_Built):
     """fn(q, k, v) -> o over the fork's FA2 kernel (fp16, (B, S, H, 128) contiguous)."""
 
     def __init__(self, listing: str):
+        super().__init__(listing, build_fa2(listing), "fa2", 5)
         self.listing = listing
-        self.lib = ctypes.CDLL(str(build_fa2(listing)))
-        self.lib.fa2_fwd.restype = ctypes.c_int
-        self.lib.fa2_fwd.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 3 + [ctypes.c_void_p]
-        dims = (ctypes.c_int * 4)()
-        self.lib.fa2_config(dims)
-        self.B_r, self.B_c, self.n_warps, self.d_head = list(dims)
 
     def __call__(self, q, k, v):
         import torch
 
-        if q.dtype != torch.float16 or q.shape[-1] != self.d_head:
-            raise ValueError(f"{self.listing}: fp16 with d = {self.d_head} only (got {q.dtype}, d = {q.shape[-1]})")
-        if q.shape != k.shape or q.shape != v.shape or not all(t.is_contiguous() for t in (q, k, v)):
-            raise ValueError(f"{self.listing}: q, k, v of one contiguous (B, S, H, d) shape")
-        b, s, h, _ = q.shape
-        if s % self.B_r or s % self.B_c:
-            raise ValueError(f"{self.listing}: S = {s} is not a multiple of its {self.B_r} x {self.B_c} tile")
+        b, s, h = self.shape(q, k, v)
         o = torch.empty_like(q)
         lse = torch.empty((b, h, s), dtype=torch.float32, device=q.device)
-        err = self.lib.fa2_fwd(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(), b, s, h,
-                               torch.cuda.current_stream().cuda_stream)
-        if err:
-            raise RuntimeError(f"{self.listing}: launch failed with cudaError {err}")
+        self.launch(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(), b, s, h)
         return o
 
 
