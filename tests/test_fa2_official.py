@@ -90,11 +90,11 @@ def test_the_a100_absolute_errors_are_the_rows_own_tflops_against_published_pct_
             if r.get("kind") == "row" and r.get("gpu_key") == "a100_80gb" and r.get("binary") == "series"]
     pub = json.loads((REPO / "flashprof" / "analysis" / "published.json").read_text()) \
         if (REPO / "flashprof" / "analysis" / "published.json").is_file() else None
-    fa2 = result["a100"]["fa2_published_tflops"]
+    fa2 = result["published"]["fa2_published_tflops"]
     if pub is not None:
         assert fa2 == next(g["reference_tflops"]["seq_4096"] for g in pub["gpus"].values() if g.get("gpu_key") == "a100_80gb")
     assert fa2 == 186.4  # series-published.md: FA2 186.4 TFLOP/s at S = 4096 on the A100
-    got = result["a100"]["kernels"]
+    got = result["published"]["kernels"]
     for r in rows:
         pct = 100.0 if r["target"] == "ref" else r["published_pct"]
         assert got[r["target"]]["tflops_error_pct"] == pytest.approx(100 * (r["pred_tflops"] / (fa2 * pct / 100) - 1))

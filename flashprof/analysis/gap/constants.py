@@ -164,6 +164,11 @@ class Machine:
     # always (the model as built); "rotating" -- the first one moves on by one every cycle (no
     # scheduler favoured: ceilings mio2's two-warp records, analysis/gap/mio_probe.py).
     sp_arbitration: str = "fixed"
+    # Which ready warp a scheduler issues (scheduler.POLICIES): "greedy" -- the last one while it
+    # can, else the first in warp order (the model as built); the warp-choice rule's other
+    # candidates, "round_robin" and "greedy_lri" (docs/METHOD.md). A simulate() call that names
+    # its policy keeps it.
+    warp_choice: str = "greedy"
     # SHFL takes a slot of the MIO queue and one wavefront of the shared-memory data path, as LDS
     # does, instead of the LSU port alone: gpus.json where measured (ceilings mio3 on the H100, a
     # SHFL chain beside an ldmatrix flood, analysis/gap/mio_probe.py); False elsewhere.

@@ -162,24 +162,26 @@ def compare(gpu: str) -> dict:
             pp, sd = ratio_pct(p, pred[den])
             row[f"meas_pct_of_{den}"], row[f"pred_pct_of_{den}"], row[f"sd_pct_of_{den}"] = mp, pp, sd
         rows.append(row)
-    return {"gpu": gpu, "gpu_key": key, "seeds": list(SEEDS), "rows": rows, "a100": a100_context()}
+    return {"gpu": gpu, "gpu_key": key, "seeds": list(SEEDS), "rows": rows, "published": published_context()}
 
 
-def a100_context() -> dict:
-    """The committed A100 rows (reports/gap/issue_model.json): each series kernel's predicted
-    TFLOP/s against its published one (published % x FA2's published TFLOP/s), and FA2's."""
+def published_context(gpu_key: str | None = None) -> dict:
+    """The committed rows of the GPU the series published first (the A100; reports/gap/issue_model.json):
+    each series kernel's predicted TFLOP/s against its published one (published % x FA2's published
+    TFLOP/s), and FA2's."""
     from flashprof.analysis.gap.data import load_published
     from flashprof.analysis.gap.issue_report import A100, PUBLISHED_KEY
 
     rows = json.loads((REPO / "reports" / "gap" / "issue_model.json").read_text())
-    pub = load_published()["gpus"][PUBLISHED_KEY[A100]]
+    gpu_key = gpu_key or A100
+    pub = load_published()["gpus"][PUBLISHED_KEY[gpu_key]]
     fa2 = (pub.get("reference_tflops") or {}).get("seq_4096")
     from flashprof.analysis.gap.loops import SERIES_FA2, series_loop
 
-    out = {"fa2_published_tflops": fa2, "fa2_sass": SERIES_FA2["a100_80gb"],
-           "fa2_loop_insts": len(series_loop(REF, SERIES_FA2["a100_80gb"]).body), "kernels": {}}
+    out = {"gpu_key": gpu_key, "fa2_published_tflops": fa2, "fa2_sass": SERIES_FA2[gpu_key],
+           "fa2_loop_insts": len(series_loop(REF, SERIES_FA2[gpu_key]).body), "kernels": {}}
     for r in rows:
-        if r.get("kind") != "row" or r.get("gpu_key") != "a100_80gb" or r.get("binary") != "series":
+        if r.get("kind") != "row" or r.get("gpu_key") != gpu_key or r.get("binary") != "series":
             continue
         t = r["target"]
         pct = 100.0 if t == REF else r.get("published_pct")
@@ -199,10 +201,10 @@ def render(res: dict) -> str:
                      f"{r['cycles_error_pct']:+6.1f}% {r['meas_pct_of_fa2_official']:6.1f}/{r['pred_pct_of_fa2_official']:5.1f} "
                      f"{r['meas_pct_of_ref']:6.1f}/{r['pred_pct_of_ref']:5.1f} {r['meas_tensor_pct']:5.1f}/{r['pred_tensor_pct']:4.1f}"
                      f"  {top2(r['meas_stalls'])} | {top2(r['pred_stalls'])}")
-    a = res["a100"]["kernels"]
+    a = res["published"]["kernels"]
     errs = [v["tflops_error_pct"] for k, v in a.items() if k != REF and v["tflops_error_pct"] is not None]
     if errs and a.get(REF, {}).get("tflops_error_pct") is not None:
-        lines.append(f"A100 (committed model vs published TFLOP/s): series kernels 1-16 mean |error| "
+        lines.append(f"{res['published']['gpu_key']} (committed model vs published TFLOP/s): series kernels 1-16 mean |error| "
                      f"{statistics.fmean(abs(e) for e in errs):.1f} %, FA2 (the fork's sm_80 build) {a[REF]['tflops_error_pct']:+.1f} %")
     return "\n".join(lines)
 

@@ -25,6 +25,7 @@ import pandas as pd
 from flashprof.analysis.gap.data import REF, REPO
 from flashprof.analysis.gap import frozen
 from flashprof.analysis.gap.issue_report import A100, H200, PUBLISHED_KEY
+from flashprof.kernels.gpus import GPUS, SHIPPED, by_model_key
 
 PAGE = REPO / "docs" / "GAP.md"
 WHATIF = frozen.DIR / "whatif.json"
@@ -32,7 +33,9 @@ WGMMA_CHECK = REPO / "reports" / "sass" / "autotune_wgmma_issue_model.csv"
 # The series' binaries measured on the shipped GPU (analysis/gap/series_measured.py --write).
 SERIES_HERE = frozen.DIR / "series_h200.json"
 # FA2 as the series measured it (the fork's kernel) built for sm_90 and profiled (analysis/gap/fa2_official.py --write).
-OFFICIAL = tuple(frozen.DIR / f"fa2_official_{g}.json" for g in ("h200", "h100"))
+# (the shipped GPU's first, then any other sm_90 part's: the GH100 SM)
+OFFICIAL = tuple(frozen.DIR / f"fa2_official_{g.slug}.json"
+                 for g in sorted((g for g in GPUS if g.arch == SHIPPED.arch), key=lambda g: g is not SHIPPED))
 SERIES_GPUS = tuple(PUBLISHED_KEY)  # the GPUs with published numbers (model keys, kernels/gpus.py)
 
 
@@ -364,24 +367,26 @@ def _series_here_table(res: list[dict], rows: list[dict]) -> list[str]:
 def _official_verdict(res: dict) -> str:
     """One verdict line: where the A100's miss sits (its absolute rows) and what the fork's FA2,
     built for sm_90 and profiled, says of the model's cost of that code."""
-    a = res["a100"]
+    a = res["published"]
     ks = {k: v["tflops_error_pct"] for k, v in a["kernels"].items() if k != REF and not _nan(v["tflops_error_pct"])}
     worst = max(ks, key=lambda k: abs(ks[k]))
     rows = {r["name"]: r for r in res["rows"]}
     fork, ref, k16 = rows["fa2_official"], rows[REF], rows.get("16_A100")
     gpu = res["gpu"].upper()
-    return (f"- **Where the A100's miss sits.** Against the published throughput (published % × FA2's "
+    name = by_model_key(a["gpu_key"]).name.replace("NVIDIA ", "")
+    return (f"- **Where the {name}'s miss sits.** Against the published throughput (published % × FA2's "
             f"{_f(a['fa2_published_tflops'])} TFLOP/s) the model's throughput for the series' kernels 1–16 is off by "
             f"{_f(statistics.fmean(abs(v) for v in ks.values()))} % on average (worst: kernel {worst}, "
             f"{_f(ks[worst], '{:+.1f}')} %) and FA2, the fork's sm_80 build, at {_f(a['kernels'][REF]['tflops_error_pct'], '{:+.1f}')} %: "
-            f"every A100 % of FA2 is high by about that one number. The same fork kernel built for sm_90 and profiled on the "
+            f"every {name} % of FA2 is high by about that one number. The same fork kernel built for sm_90 and profiled on the "
             f"{gpu} (`reports/{res['gpu']}/series/fa2_official/`; its loop {fork['loop_insts']} instructions, the sm_80 "
             f"build's {a['fa2_loop_insts']}) is priced like everything else there: SM cycles "
             f"{_f(fork['cycles_error_pct'], '{:+.1f}')} % (PyTorch's FA2 {_f(ref['cycles_error_pct'], '{:+.1f}')} %"
             + (f", kernel 16 {_f(k16['cycles_error_pct'], '{:+.1f}')} %" if k16 else "")
             + f"), {_f(fork['meas_pct_of_ref'])} % of PyTorch's FA2 measured, {_f(fork['pred_pct_of_ref'])} % predicted. "
-            "So the model's cost of that code is not what misses on the A100; what is left is specific to GA100 (no "
-            "sm_90 part can measure it) or to the binary the series ran (no listing of its FA2 exists to check the rebuild against).")
+            f"So the model's cost of that code is not what misses on the {name}; what is left is specific to "
+            f"{by_model_key(a['gpu_key']).chip.upper()} (no sm_90 part can measure it) or to the binary the series ran "
+            "(no listing of its FA2 exists to check the rebuild against).")
 
 
 def _official_table(res: dict) -> list[str]:

@@ -11,7 +11,8 @@ else the first ready one in warp order (Huerta et al., "Analyzing Modern NVIDIA 
 arXiv 2503.20481, sec. 5.1.2, on Turing and Ampere; on GH100, ``ceilings sched``: two warps of
 one scheduler take turns in whole runs of ready instructions, and this rule reproduces their
 timeline, analysis/gap/sched_check.py); ``policy="round_robin"`` (the next ready warp after
-the last one) is kept for the sensitivity to that rule. A warp's next instruction may issue when
+the last one) is kept for the sensitivity to that rule, and ``policy="greedy_lri"`` (greedy, else
+the ready warp that issued least recently) is a candidate. A warp's next instruction may issue when
 * its previous instruction's stall count has elapsed (the compiler's fixed-latency
   scheduling, read from the control code);
 * every dependency barrier in its wait mask is clear (variable-latency producers: set on
@@ -234,12 +235,15 @@ class _Warp:
     stop: int = 0
 
 
-POLICIES = ("greedy", "round_robin")
+# greedy_lri: greedy, and when the last warp cannot issue, the ready warp that issued least recently
+# (a candidate for the warp-choice rule: the stall-count probe's four warps at stall count 3 are not
+# starved on the GPU as warp order starves the fourth; docs/METHOD.md)
+POLICIES = ("greedy", "round_robin", "greedy_lri")
 
 
 def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterations: int | list = 8,
              conflict: float = 1.0, seed: int = 0, pingpong: bool = False,
-             background_wavefronts: float = 0.0, warmup: int = 1, policy: str = "greedy",
+             background_wavefronts: float = 0.0, warmup: int = 1, policy: str | None = None,
              subpartitions: int = SUBPARTITIONS, trace: dict | None = None, trace_pc: int = -1,
              pc_states: Counter | None = None, roles: list | None = None) -> dict:
     """Steady-state cycles per loop iteration of ``ctas`` CTAs on one SM. ``seed`` > 0
@@ -257,7 +261,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
     ``warmup``: the steady-state window starts once every warp has finished this many passes
     (two warpgroups that start in phase need a few passes to settle theirs: issue_report
     simulates such loops longer and skips the first half). ``policy``: the warp choice (module
-    docstring). ``subpartitions``: schedulers the warps are dealt to (1: all on one, as in the
+    docstring; None: the Machine's ``warp_choice``). ``subpartitions``: schedulers the warps are dealt to (1: all on one, as in the
     ``ceilings sched`` microbenchmark). ``trace``: if a dict, per warp id the cycles in which
     it issued the body's instruction ``trace_pc`` (default: the last, the pass's end).
     ``pc_states``: if a Counter, (body index, warp state) -> warp-cycles after the first pass,
@@ -272,6 +276,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
         raise ValueError("empty loop body or no resident CTA")
     if m.sp_arbitration not in ("fixed", "rotating"):
         raise ValueError(f"unknown sub-partition arbitration {m.sp_arbitration!r}: fixed or rotating")
+    policy = policy or m.warp_choice
     if policy not in POLICIES:
         raise ValueError(f"unknown warp choice {policy!r}: one of {POLICIES}")
     # per role: (body, pipes, wavefronts, register reads, HGMMA shapes, length)
@@ -319,6 +324,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
             "committed": 0} if pingpong else None
     cta_pass = [0.0] * ctas
     last = [None] * SUBPARTITIONS
+    issued_at: dict[int, int] = {}  # warp id -> the cycle it last issued (policy greedy_lri)
     hold = [0.0] * SUBPARTITIONS               # no issue before this cycle (an HMMA's dispatch)
     xu_owner = [None] * SUBPARTITIONS           # the warp whose MUFU issued last on the XU pipe
     # other warps' pipes that hold a busy XU (xu_steal_scope); the MUFU's own warp: every pipe
@@ -338,8 +344,10 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
         for sp in (range(subpartitions) if m.sp_arbitration == "fixed"
                    else [(t + k) % subpartitions for k in range(subpartitions)]):
             cand = [w for w in warps if w.sp == sp and w.it < w.stop]
+            if policy == "greedy_lri":
+                cand.sort(key=lambda w: (issued_at.get(w.wid, -1), w.wid))
             if last[sp] is not None and last[sp] in cand:
-                if policy == "greedy":
+                if policy in ("greedy", "greedy_lri"):
                     cand.remove(last[sp])
                     cand.insert(0, last[sp])
                 else:
@@ -493,6 +501,7 @@ def simulate(body: list[Inst], m: Machine, ctas: int, warps_per_cta: int, iterat
                     trace.setdefault(w.wid, []).append(t)
                 _advance(w, n, finish, t)
                 last[sp] = w
+                issued_at[w.wid] = t
                 progressed += 1
                 issued = True
                 break

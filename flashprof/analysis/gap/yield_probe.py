@@ -90,12 +90,12 @@ def loop_of(sass: str, kernel: str, marker: str | None = None):
     return insts[lo:hi + 1]
 
 
-def predict(folder: Path, probes: dict = PROBES, policy: str = "greedy", m=None) -> dict:
+def predict(folder: Path, probes: dict = PROBES, policy: str | None = None, m=None) -> dict:
     """The issue model on each cubin's loop: cycles per instruction per sub-partition with 1, 2
     and 4 warps a sub-partition (one CTA, seed 1). The model reads stall counts, barriers and
     pipes from the control codes; it ignores the yield bit and the reuse flags, so where a
     measured variant differs from the compiler's cubin the difference is theirs. ``policy``: the
-    scheduler's warp choice (scheduler.simulate)."""
+    scheduler's warp choice (scheduler.simulate; None: the Machine's)."""
     from flashprof.kernels.sass.static import dump_sass
 
     m = m or machine(SHIPPED.model_key)
