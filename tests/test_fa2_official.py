@@ -8,6 +8,8 @@ import re
 
 import pytest
 
+from conftest import raw_metrics
+
 from flashprof.analysis.gap import fa2_official as fo
 from flashprof.analysis.gap.controls import parse
 from flashprof.analysis.gap.data import REPO
@@ -18,12 +20,7 @@ pytestmark = pytest.mark.skipif(GPU is None, reason="no reports/<gpu>/series/fa2
 
 
 def _raw(path, name):
-    import ncu_report
-
-    ctx = ncu_report.load_report(str(path))
-    rng = ctx.range_by_idx(0)
-    assert rng.num_actions() == 1
-    return rng.action_by_idx(0).metric_by_name(name).as_double()
+    return raw_metrics(path)[name]
 
 
 def test_every_report_has_a_sidecar_a_passed_gate_and_the_series_shape():

@@ -84,14 +84,20 @@ def build(listing: str, arch: str | None = None) -> Path:
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
     cfg_h = BUILD_DIR / f"{listing}.cfg.h"
     cfg_h.write_text(f"#define SERIES_CFG {info['config']}\n")
-    tmp = out.with_name(f".{out.stem}.{os.getpid()}.tmp.so")
     nv = nvcc()
-    cmd = [nv, *FLAGS, f"-gencode=arch=compute_{arch[3:]},code={arch}", *SHARED, *link_flags(nv),
-           "-include", str(cfg_h), "-I", str(HERE / "torch_stub"), "-I", str(inc), str(HERE / "launch.cu"), "-o", str(tmp)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    (BUILD_DIR / f"{listing}_{arch}.ptxas").write_text(" ".join(cmd) + "\n" + proc.stdout + proc.stderr)
+    return _compile([nv, *FLAGS, f"-gencode=arch=compute_{arch[3:]},code={arch}", *SHARED, *link_flags(nv),
+                     "-include", str(cfg_h), "-I", str(HERE / "torch_stub"), "-I", str(inc), str(HERE / "launch.cu")],
+                    out, f"series {listing} ({arch})")
+
+
+def _compile(cmd: list[str], out: Path, label: str) -> Path:
+    """nvcc ``cmd`` -o a temporary file, renamed to ``out`` once it built; the command and its
+    output (ptxas -v) beside it as <out stem>.ptxas; RuntimeError with nvcc's first line if not."""
+    tmp = out.with_name(f".{out.stem}.{os.getpid()}.tmp.so")
+    proc = subprocess.run([*cmd, "-o", str(tmp)], capture_output=True, text=True)
+    out.with_suffix(".ptxas").write_text(" ".join([*cmd, "-o", str(tmp)]) + "\n" + proc.stdout + proc.stderr)
     if proc.returncode != 0 or not tmp.exists():
-        raise RuntimeError(f"series {listing} ({arch}): nvcc failed: {(proc.stderr or proc.stdout).strip().splitlines()[:1]}")
+        raise RuntimeError(f"{label}: nvcc failed: {(proc.stderr or proc.stdout).strip().splitlines()[:1]}")
     os.replace(tmp, out)
     return out
 
@@ -207,17 +213,11 @@ def build_fa2(listing: str, arch: str | None = None) -> Path:
     root = fa2_root()
     src = root / "csrc" / "flash_attn"
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.stem}.{os.getpid()}.tmp.so")
     nv = nvcc()
-    cmd = [nv, *FA2_FLAGS, f"-DFA2_BLOCK_N={FA2_LISTINGS[listing]}", f"-gencode=arch=compute_{arch[3:]},code={arch}",
-           *SHARED, *link_flags(nv), "-I", str(HERE / "fa2" / "torch_stub"), "-I", str(src), "-I", str(src / "src"),
-           "-I", str(root / "cutlass" / "include"), str(HERE / "fa2" / "launch_fa2.cu"), "-o", str(tmp)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    (BUILD_DIR / f"{listing}_{arch}.ptxas").write_text(" ".join(cmd) + "\n" + proc.stdout + proc.stderr)
-    if proc.returncode != 0 or not tmp.exists():
-        raise RuntimeError(f"{listing} ({arch}): nvcc failed: {(proc.stderr or proc.stdout).strip().splitlines()[:1]}")
-    os.replace(tmp, out)
-    return out
+    return _compile([nv, *FA2_FLAGS, f"-DFA2_BLOCK_N={FA2_LISTINGS[listing]}", f"-gencode=arch=compute_{arch[3:]},code={arch}",
+                     *SHARED, *link_flags(nv), "-I", str(HERE / "fa2" / "torch_stub"), "-I", str(src), "-I", str(src / "src"),
+                     "-I", str(root / "cutlass" / "include"), str(HERE / "fa2" / "launch_fa2.cu")],
+                    out, f"{listing} ({arch})")
 
 
 class Fa2Official(_Built):

@@ -59,13 +59,9 @@ def _probe(mode: str):
 
 def wgsplit5_errors(m) -> dict[str, float]:
     """wgsplit5's records with a neighbour, under the candidate's own warp choice."""
-    from flashprof.analysis.gap import xu_pair as xp
+    from flashprof.analysis.gap.xu_rule import wgsplit5_errors as f
 
-    meas = xp.measured(xp.run_file(xp.RUN5))
-    loops = xp.pair_loops()
-    return {n: 100 * (xp.simulate_pair(m, n, loops, policy=m.warp_choice)["a_cycles_per_inst"]
-                      / meas[n]["a_cycles_per_inst"] - 1)
-            for n in xp.RECORDS5 if n != "xu_pair_ex2_none" and n in meas and n in loops}
+    return f(m, policy=m.warp_choice)
 
 
 def mma_mix_errors(m) -> dict[str, float]:

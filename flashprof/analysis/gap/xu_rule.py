@@ -57,13 +57,14 @@ def wgsplit3_errors(m) -> dict[str, float]:
     return alone_errors(m)
 
 
-def wgsplit5_errors(m) -> dict[str, float]:
-    """wgsplit5's records with a neighbour (round robin, as xu_pair.judge5 scores them)."""
+def wgsplit5_errors(m, policy: str | None = None) -> dict[str, float]:
+    """wgsplit5's records with a neighbour (round robin, as xu_pair.judge5 scores them; ``policy``:
+    another warp choice, the warp-choice rule's)."""
     from flashprof.analysis.gap import xu_pair as xp
 
     meas = xp.measured(xp.run_file(xp.RUN5))
     loops = xp.pair_loops()
-    return {n: 100 * (xp.simulate_pair(m, n, loops, policy=xp.POLICY5)["a_cycles_per_inst"]
+    return {n: 100 * (xp.simulate_pair(m, n, loops, policy=policy or xp.POLICY5)["a_cycles_per_inst"]
                       / meas[n]["a_cycles_per_inst"] - 1)
             for n in xp.RECORDS5 if n != "xu_pair_ex2_none" and n in meas and n in loops}
 
