@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-import sys
 
 from flashprof.analysis.gap.constants import machine
 from flashprof.analysis.gap.data import REPO
-from flashprof.analysis.gap.rules import print_candidates, score, write_record
+from flashprof.analysis.gap import rules
+from flashprof.analysis.gap.rules import score
 from flashprof.kernels.gpus import SHIPPED
 
 CANDIDATES = ("R0", "R1")
@@ -70,14 +70,8 @@ def judge(m0=None) -> dict:
 
 
 def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    rec = judge()
-    print_candidates(rec, CANDIDATES, extra=lambda c: f"  (mio2 two-warp {rec['mio2_two_warp_mae_pct'][c]:5.1f} %)")
-    print(f"choice: {rec['choice']}")
-    if "--write" in argv:
-        write_record(RESULT, rec)
-    return 0
-
+    return rules.main(argv, judge, CANDIDATES, lambda rec: f"choice: {rec['choice']}", RESULT,
+                      extra=lambda rec, c: f"  (mio2 two-warp {rec['mio2_two_warp_mae_pct'][c]:5.1f} %)")
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -26,12 +26,12 @@ wgmma_interplay.json's ``dispatch_rule`` section, which constants reads.
 from __future__ import annotations
 
 import dataclasses
-import sys
 
 from flashprof.analysis.gap.ceil_run import same_chip_path
 from flashprof.analysis.gap.constants import machine
 from flashprof.analysis.gap.data import REPO
-from flashprof.analysis.gap.rules import print_candidates, score, write_record
+from flashprof.analysis.gap import rules
+from flashprof.analysis.gap.rules import score
 from flashprof.kernels.gpus import SHIPPED
 
 CANDIDATES = ("H0", "H1", "H2", "H3")  # simplest first: the order ties go in
@@ -97,14 +97,8 @@ def judge(m0=None) -> dict:
 def main(argv=None) -> int:
     from flashprof.analysis.gap.wgmma_interplay import RESULT
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    rec = judge()
-    print_candidates(rec, CANDIDATES)
-    print(f"choice: {rec['choice']} ({DESCRIBE[rec['choice']]})")
-    if "--write" in argv:
-        write_record(RESULT, rec, "dispatch_rule")
-    return 0
-
+    return rules.main(argv, judge, CANDIDATES, lambda rec: f"choice: {rec['choice']} ({DESCRIBE[rec['choice']]})",
+                      RESULT, "dispatch_rule")
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 from pathlib import Path
 
 from flashprof.analysis.gap.data import REPO
@@ -37,3 +38,16 @@ def write_record(path: Path, rec: dict, section: str | None = None) -> None:
         rec = {**(load(path) or {}), section: rec}
     path.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
     print(f"wrote {path.relative_to(REPO)}" + (f" ({section})" if section else ""))
+
+
+def main(argv, judge, candidates, choice_line, path: Path, section: str | None = None, fmt: str = "5.2f",
+         extra=None) -> int:
+    """A rule module's command line: judge, print each candidate (``extra(rec, c)``: a suffix) and
+    ``choice_line(rec)``; with --write store the record (``write_record``)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    rec = judge()
+    print_candidates(rec, candidates, fmt=fmt, extra=(lambda c: extra(rec, c)) if extra else None)
+    print(choice_line(rec))
+    if "--write" in argv:
+        write_record(path, rec, section)
+    return 0

@@ -17,12 +17,12 @@ Machine default: a chosen candidate enters the frozen result only with a regener
 from __future__ import annotations
 
 import dataclasses
-import sys
 
 from flashprof.analysis.gap.ceil_run import same_chip_path
 from flashprof.analysis.gap.constants import machine
 from flashprof.analysis.gap.data import REPO
-from flashprof.analysis.gap.rules import print_candidates, score, write_record
+from flashprof.analysis.gap import rules
+from flashprof.analysis.gap.rules import score
 from flashprof.kernels.gpus import SHIPPED
 
 CANDIDATES = ("W0", "W1", "W2")
@@ -107,14 +107,8 @@ def judge(m0=None) -> dict:
 def main(argv=None) -> int:
     from flashprof.analysis.gap.wgmma_interplay import RESULT
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    rec = judge()
-    print_candidates(rec, CANDIDATES, extra=lambda c: f"  (sched period {rec['sched_period_error_pct'][c]:+.1f} %)")
-    print(f"choice: {rec['choice']} ({DESCRIBE[rec['choice']]})")
-    if "--write" in argv:
-        write_record(RESULT, rec, "warp_rule")
-    return 0
-
+    return rules.main(argv, judge, CANDIDATES, lambda rec: f"choice: {rec['choice']} ({DESCRIBE[rec['choice']]})",
+                      RESULT, "warp_rule", extra=lambda rec, c: f"  (sched period {rec['sched_period_error_pct'][c]:+.1f} %)")
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -24,12 +24,12 @@ constants reads over ``xu_scope``.
 from __future__ import annotations
 
 import dataclasses
-import sys
 
 from flashprof.analysis.gap.ceil_run import same_chip_path
 from flashprof.analysis.gap.constants import machine
 from flashprof.analysis.gap.data import REPO
-from flashprof.analysis.gap.rules import print_candidates, score, write_record
+from flashprof.analysis.gap import rules
+from flashprof.analysis.gap.rules import score
 from flashprof.kernels.gpus import SHIPPED
 
 CANDIDATES = ("C1", "C0", "C2")  # simplest first: the order ties go in
@@ -99,14 +99,8 @@ def judge(m0=None) -> dict:
 def main(argv=None) -> int:
     from flashprof.analysis.gap.wgmma_interplay import RESULT
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    rec = judge()
-    print_candidates(rec, CANDIDATES, fmt="5.1f")
-    print(f"choice: {rec['choice']} (xu_steal_scope {rec['xu_steal_scope']}, xu_issue_steal {rec['xu_issue_steal']:g})")
-    if "--write" in argv:
-        write_record(RESULT, rec, "xu_rule")
-    return 0
-
+    return rules.main(argv, judge, CANDIDATES, lambda rec: f"choice: {rec['choice']} (xu_steal_scope "
+                      f"{rec['xu_steal_scope']}, xu_issue_steal {rec['xu_issue_steal']:g})", RESULT, "xu_rule", fmt="5.1f")
 
 if __name__ == "__main__":
     raise SystemExit(main())
