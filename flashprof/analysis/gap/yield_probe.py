@@ -16,6 +16,7 @@ warp runs x warps per sub-partition), the median over the timed launches.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import statistics
@@ -53,12 +54,21 @@ PROBES_MIX2 = {"fa2_skel_noexp": ("HMMA", 96, {"orig": "mix2.cubin"})}
 # bit as compiled), 1 / 2 / 4 warps a sub-partition: does a warp wait longer than its count when others are there?
 STALLS = (2, 3, 4, 5, 6, 8, 10)
 PROBES_STALL = {"yield_ffma": ("FFMA", 128, {"orig": "orig.cubin", **{f"s{s}": f"ffma_s{s}y1.cubin" for s in STALLS}})}
+# FA2's shared-memory side without the softmax (flashprof/kernels/ceilings/ldsm_probe.cu): 48 ldmatrix.x4
+# and 96 HMMA a warp and pass, the data path needing 4/3 of the tensor pipe's time; the model is 3-6 %
+# slow on the series' kernels 3-6, whose data path this is (cycles per HMMA per sub-partition)
+PROBES_LDSM = {k: ("HMMA", 96, {"orig": "ldsm.cubin"}) for k in ("ldsm_mma", "ldsm_mma_db")}
 MODES = {"yield": PROBES, "yield2": PROBES2, "xu": PROBES_XU, "mix": PROBES_MIX, "mix2": PROBES_MIX2,
-         "stall": PROBES_STALL}
+         "stall": PROBES_STALL, "ldsm": PROBES_LDSM}
 COMMANDS = {"yield": "bash devjobs/session23.sh", "yield2": "bash devjobs/session23b.sh",
             "xu": "bash devjobs/session24b.sh", "mix": "bash devjobs/session24c.sh",
-            "mix2": "bash devjobs/session24d.sh", "stall": "bash devjobs/stall_call.sh"}  # the device job of each mode
+            "mix2": "bash devjobs/session24d.sh", "stall": "bash devjobs/stall_call.sh",
+            "ldsm": "bash devjobs/ldsm_call.sh"}  # the device job of each mode
 PER_SP = (1, 2, 4)
+# ldsm mode: the model's other settings predicted beside the committed one (written before the run)
+LDSM_VARIANTS = {"rotating": {"sp_arbitration": "rotating"}, "depth8": {"mio_queue_depth": 8},
+                 "depth16": {"mio_queue_depth": 16}, "depth64": {"mio_queue_depth": 64},
+                 "round_robin": {"warp_choice": "round_robin"}}
 WHAT = ("yield / operand-reuse probe (flashprof/kernels/ceilings/yield_probe.cu, yield_host.cu; cubins patched "
         "by flashprof.kernels.sass.patch, committed here): cycles per instruction per sub-partition, clock64 "
         "spans of every warp, one CTA on one SM")
@@ -122,6 +132,12 @@ def write_predictions(folder: Path, mode: str = "yield") -> Path:
         m = machine(SHIPPED.model_key)
         rec["machine"] = {"xu_issue_steal": m.xu_issue_steal, "xu_steal_scope": m.xu_steal_scope,
                           "mufu_interval": m.mufu_interval, "mufu_latency": m.mufu_latency}
+    if mode == "ldsm":  # the shared-memory side's open choices, each named (none is judged by this record alone)
+        m = machine(SHIPPED.model_key)
+        for name, change in LDSM_VARIANTS.items():
+            rec[f"records_{name}"] = predict(folder, MODES[mode], m=dataclasses.replace(m, **change))
+        rec["machine"] = {"mio_queue_depth": m.mio_queue_depth, "sp_arbitration": m.sp_arbitration,
+                          "ldsm_latency": m.ldsm_latency, "smem_latency": m.smem_latency, "warp_choice": m.warp_choice}
     if mode == "mix":  # the XU rule's other candidates too (analysis/gap/xu_rule.py), for comparison only
         from flashprof.analysis.gap.xu_rule import candidates
 
