@@ -61,9 +61,17 @@ def test_the_committed_choice_follows_the_rule():
     assert choose({"R0": 3.0, "R1": 3.9}) == "R1" and choose({"R0": 3.0, "R1": 4.1}) == "R0"
 
 
-def test_the_fixed_order_is_what_the_model_runs_until_the_regeneration():
-    """Not read by constants (see arbitration_rule.RESULT): the frozen result was made with the fixed order."""
+def test_the_model_runs_the_order_the_rule_chose():
+    """constants reads the judged choice (R1 -> "rotating", R0 -> "fixed") for every GPU, and says where from."""
     from flashprof.analysis.gap.constants import machine
-    from flashprof.kernels.gpus import SHIPPED
+    from flashprof.kernels.gpus import GPUS, SHIPPED
 
-    assert machine(SHIPPED.model_key).sp_arbitration == "fixed"
+    if not RESULT.is_file():
+        pytest.skip(f"{RESULT} absent")
+    want = {"R0": "fixed", "R1": "rotating"}[json.loads(RESULT.read_text())["choice"]]
+    for g in GPUS:
+        m = machine(g.model_key)
+        assert m.sp_arbitration == want
+        assert "arbitration_rule.json" in m.sources["sp_arbitration"]
+        assert "sp_arbitration" not in m.fitted
+    assert machine(SHIPPED.model_key, arbitration=None).sp_arbitration == "fixed"

@@ -30,6 +30,9 @@ WGMMA_INTERPLAY = REPO / SHIPPED.reports / "wgmma_mix" / "wgmma_interplay.json"
 # Whether cp.async writes take the shared-memory data path: ceilings smemshare, judged in
 # analysis/gap/smem_share.py (absent: the full charge, an assumption).
 SMEM_SHARE = REPO / SHIPPED.reports / "smem_share" / "smem_share.json"
+# The order the four schedulers take the SM-wide resources in, judged on the GH100 probes'
+# records (analysis/gap/arbitration_rule.py; docs/METHOD.md's rule of commit a96f9f3).
+ARBITRATION = REPO / SHIPPED.reports / "mio" / "arbitration_rule.json"
 # The GPUs the measured interplay applies to: every mma.sync architecture the model runs.
 # Measured on the H200 (GH100); on GA100 / GA102 it is the hypothesis of issue 31 (the same
 # sub-partition issue path around HMMA), applied unchanged, never fitted to their numbers.
@@ -233,7 +236,7 @@ def traceable(source, cited) -> bool:
 
 def machine(gpu_key: str, gpus: dict | None = None, ceilings: Path | None = CEILINGS,
             interplay: Path | None = INTERPLAY, wgmma_interplay: Path | None = WGMMA_INTERPLAY,
-            smem_share: Path | None = SMEM_SHARE) -> Machine:
+            smem_share: Path | None = SMEM_SHARE, arbitration: Path | None = ARBITRATION) -> Machine:
     """The Machine of one gpus.json key (KeyError with the known keys if absent)."""
     gpus = gpus or load_gpus(GPUS_FILE)
     if gpu_key not in gpus["gpus"]:
@@ -270,6 +273,8 @@ def machine(gpu_key: str, gpus: dict | None = None, ceilings: Path | None = CEIL
         fields.update(_wgmma_interplay(Path(wgmma_interplay), fields["sources"]))
     if g["arch"] in INTERPLAY_ARCHS and smem_share is not None and Path(smem_share).is_file():
         fields.update(_smem_share(Path(smem_share), fields["sources"], None if g["arch"] == "sm_90" else g["name"]))
+    if arbitration is not None and Path(arbitration).is_file():
+        fields.update(_arbitration(Path(arbitration), fields["sources"], None if g["arch"] == "sm_90" else g["name"]))
     read = {n: g[n].get("source") if isinstance(g[n], dict) else None for n in READ}
     read.update(fields["sources"])
     fields["fitted"] = tuple(sorted(n for n, src in read.items() if not traceable(src, gpus.get("sources", {}))))
@@ -337,6 +342,24 @@ def _smem_share(path: Path, sources: dict, assumed_for: str | None = None) -> di
                                     + (f"; on the H200, assumed unchanged for the {assumed_for} (not measured there)"
                                        if assumed_for else ""))
     return {"ldgsts_smem_share": float(v)}
+
+
+def _arbitration(path: Path, sources: dict, assumed_for: str | None = None) -> dict:
+    """sp_arbitration as the arbitration rule chose it (R1: "rotating"); ``assumed_for``: a GPU it
+    is carried to (the fixed order is the simulator's loop order, not a property of any SM)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    order = {"R0": "fixed", "R1": "rotating"}.get(data.get("choice"))
+    if order is None:
+        return {}
+    pooled = ", ".join(f"{c} {v:.2f} %" for c, v in (data.get("pooled_mae_pct") or {}).items())
+    sources["sp_arbitration"] = (f"measured: {path.parent.parent.name}/{path.parent.name}/{path.name} (arbitration rule, "
+                                 f"written before scoring: the GH100 probes' records other than ceilings mio2's, pooled "
+                                 f"MAE {pooled}; {data['choice']}) = {order}"
+                                 + (f"; carried unchanged to the {assumed_for}" if assumed_for else ""))
+    return {"sp_arbitration": order}
 
 
 def _mode(run: str | None) -> str:

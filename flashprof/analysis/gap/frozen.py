@@ -56,6 +56,7 @@ def input_paths() -> list[Path]:
              REPO / SHIPPED.reports / "mma_mix" / "interplay.json",
              REPO / SHIPPED.reports / "wgmma_mix" / "wgmma_interplay.json",
              REPO / SHIPPED.reports / "smem_share" / "smem_share.json",
+             REPO / SHIPPED.reports / "mio" / "arbitration_rule.json",
              KERNELS_PKG / "config.py", *(here / c for c in _CODE), *default_report_paths()]
     return sorted(dict.fromkeys(Path(p) for p in files))
 
