@@ -88,12 +88,7 @@ def rescore(order: str) -> dict:
     from flashprof.analysis.gap.ceil_run import same_chip_path
 
     m = dataclasses.replace(machine(SHIPPED.model_key), sp_arbitration=order)
-    base = interplay.machine
-    interplay.machine = lambda *a, **kw: dataclasses.replace(base(*a, **kw), sp_arbitration=order)
-    try:
-        ip = interplay.derive()
-    finally:
-        interplay.machine = base
+    ip = interplay.derive(sp_arbitration=order)
     mio2 = mio_probe.judge(same_chip_path("mio/mio2.raw.jsonl").parent, mio_probe.predict(m=m))
     p3 = mio_probe.predict3(m=m)
     meas3 = mio_probe.measured3(same_chip_path("mio/mio3.raw.jsonl"))

@@ -180,10 +180,12 @@ def _mean_abs(errs: dict, keep) -> float:
     return statistics.fmean(xs) if xs else float("nan")
 
 
-def derive(gpu_key: str = SHIPPED.model_key, grid_hold=GRID_HOLD, grid_steal=GRID_STEAL) -> dict:
-    """The grid search (module docstring) and its record."""
+def derive(gpu_key: str = SHIPPED.model_key, grid_hold=GRID_HOLD, grid_steal=GRID_STEAL, **overrides) -> dict:
+    """The grid search (module docstring) and its record. ``overrides``: Machine fields set on the
+    base before the search (arbitration_rule.rescore: ``sp_arbitration``)."""
     # nothing read from a previous derivation (interplay=None): the costs start at none
-    base = machine(gpu_key, ceilings=REPO / SHIPPED.reports / "ceilings.json", interplay=None)
+    base = dataclasses.replace(machine(gpu_key, ceilings=REPO / SHIPPED.reports / "ceilings.json", interplay=None),
+                               **overrides)
     pts, meas = points(), measured()
     held = lambda p: not in_fit(p) and p[0] != "none"
     grid = []
