@@ -180,6 +180,12 @@ class Machine:
     # wavefronts, the path LDSM / LDS / STS use): ceilings smemshare, ldmatrix at full rate beside
     # cp.async (analysis/gap/smem_share.py); 1.0: all of them (the assumption before it).
     ldgsts_smem_share: float = 1.0
+    # Cycles of Nsight Compute's sm__pipe_tensor_op_hmma_cycles_active one HMMA.16816.F32 adds per
+    # sub-partition, where that differs from the cycles it holds the pipe (None: the same,
+    # hmma_interval). GA10x GeForce runs fp32-accumulate HMMA at half its fp16-accumulate rate and
+    # the counter counts it at the fp16-accumulate rate (gpus.json tensor_pipe_counted_flop_per_clk_sm):
+    # a pipe % in Nsight Compute's unit, nothing the simulation reads.
+    hmma_counted_interval: float | None = None
     sources: dict = field(default_factory=dict, compare=False)
     # Constants read from an entry whose source names no citation and no measurement.
     fitted: tuple = field(default=(), compare=False)
@@ -265,6 +271,10 @@ def machine(gpu_key: str, gpus: dict | None = None, ceilings: Path | None = CEIL
         shfl_in_smem=bool(_v(im["shfl_in_smem"])) if "shfl_in_smem" in im else False,
         sources={k: v["source"] for k, v in im.items()},
     )
+    counted = g.get("tensor_pipe_counted_flop_per_clk_sm")
+    if counted is not None:
+        fields["hmma_counted_interval"] = FLOP_PER_HMMA / (_v(counted) * per_sp)
+        fields["sources"]["hmma_counted_interval"] = counted.get("source") if isinstance(counted, dict) else None
     if g["arch"] == "sm_90" and ceilings is not None and Path(ceilings).is_file():
         fields.update(_measured(Path(ceilings), fields["sources"]))
     if g["arch"] in INTERPLAY_ARCHS and interplay is not None and Path(interplay).is_file():

@@ -230,6 +230,7 @@ def render(recs: list[dict], whatif: list[dict] | None = None, wgmma_check: pd.D
                 "| published | " + " | ".join(_f(r["observed_pct"]) for r in sub) + " |",
                 "| predicted | " + " | ".join(_f(r["pred_pct_of_fa2"]) for r in sub) + " |",
                 "| error, pp | " + " | ".join(_f(r["error_pp"], "{:+.1f}") for r in sub) + " |", ""]
+    out += _published_pipes_section(recs, rows)
     hr = sorted((r for r in rows if r["gpu_key"] == H200 and r["target"] != REF),
                 key=lambda r: (len(r["target"]), r["target"]))
     if hr:
@@ -292,6 +293,62 @@ def render(recs: list[dict], whatif: list[dict] | None = None, wgmma_check: pd.D
     out += ["![% of FA2: published / measured vs the issue model, per GPU](../figures/gap.png)", "",
             "## Limits", ""] + [f"- {r['text']}" for r in recs if r["kind"] == "limitation"]
     return "\n".join(out) + "\n"
+
+
+def _published_pipes_section(recs: list[dict], rows: list[dict]) -> list[str]:
+    """The series' own pipe utilisation (its Part 7 profiles) against the model's pipe %, with each
+    pipe's work ratio (issue_report.published_pipes)."""
+    pp = [r for r in recs if r["kind"] == "published_pipes"]
+    if not pp:
+        return []
+    kname = lambda t: "FA2" if t == REF else f"kernel {t}"
+    out = ["## The series' own Nsight Compute profiles: pipe utilisation, published and predicted", "",
+           "Kernel 7 and FA2 as the series profiled them (S = 4096, d = 128; `published.json` "
+           "`pipe_utilisation`, from lubits.ch/flash/Part-7), against the model's pipe % for the same binaries. "
+           "*Pipe work, published / predicted* is the published % times the published time over the predicted % "
+           "times the predicted time (times from the TFLOP/s): 1.00 where the model's instruction accounting for "
+           "that pipe is the GPU's, whatever its time error. Nothing here is fitted; these numbers are not "
+           "used by the model.", "",
+           "| GPU | kernel | predicted time / published | pipe | published % | predicted % | pipe work, published / predicted |",
+           "|---|---|---|---|---|---|---|"]
+    for r in pp:
+        for k, (p, v) in enumerate(r["published_pct"].items()):
+            head = (f"{_name(rows, r['gpu_key'])} | {kname(r['target'])} | {r['pred_time_over_published']:.3f}"
+                    if k == 0 else " | | ")
+            out.append(f"| {head} | {p} | {v:.1f} | {r['pred_pct'][p]:.1f} | {r['work_ratio'][p]:.3f} |")
+    out.append("")
+    off = [(r, p, w) for r in pp for p, w in r["work_ratio"].items() if abs(w - 1) > 0.03]
+    agree = [abs(w - 1) for r in pp for p, w in r["work_ratio"].items() if abs(w - 1) <= 0.03]
+    if agree:
+        out.append(f"- {len(agree)} of {len(agree) + len(off)} pipe readings agree with the model's accounting within "
+                   f"{100 * max(agree):.1f} %" + ("; " + ", ".join(
+                       f"{_name(rows, r['gpu_key'])} {kname(r['target'])}'s {p} {100 * (w - 1):+.1f} %" for r, p, w in off)
+                       + " do not." if off else "."))
+    for r in pp:
+        if abs(r["pred_time_over_published"] - 1) > 0.05:
+            out.append(f"- {_name(rows, r['gpu_key'])} {kname(r['target'])}: the model's time is "
+                       f"{100 * (r['pred_time_over_published'] - 1):+.1f} % of the published one; where its pipe work "
+                       "agrees, what misses is elapsed time (stalls), not the instructions counted.")
+    ga10x = [m for m in (_machine(r["gpu_key"]) for r in pp) if m is not None and m.hmma_counted_interval]
+    for m in dict.fromkeys(ga10x):
+        f = m.hmma_interval / m.hmma_counted_interval
+        ts = [(kname(r["target"]), r["pred_pct"]["tensor"], r["published_pct"]["tensor"])
+              for r in pp if r["gpu_key"] == m.gpu_key and "tensor" in r["published_pct"]]
+        out.append(f"- Tensor pipe % on the {m.name}, in Nsight Compute's unit: `sm__pipe_tensor_op_hmma_cycles_active` "
+                   f"counts an HMMA.16816.F32 at the fp16-accumulate rate, {f:g} times the fp32-accumulate rate it runs at "
+                   f"(gpus.json `tensor_pipe_counted_flop_per_clk_sm`), so such a kernel reads at most {100 / f:.0f} %. "
+                   "Counted as pipe time the model would print " + ", ".join(
+                       f"{t} {f * v:.1f} %" for t, v, _ in ts) + " where the profiles read " + ", ".join(
+                       f"{pub:.1f} %" for _, _, pub in ts) + ".")
+    return out + [""]
+
+
+def _machine(key: str):
+    from flashprof.analysis.gap.constants import machine
+    try:
+        return machine(key)
+    except KeyError:
+        return None
 
 
 def _series_here_verdict(res: list[dict]) -> str:

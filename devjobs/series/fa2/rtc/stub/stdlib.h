@@ -1,0 +1,3 @@
+// NVRTC build of FA2's forward kernel (devjobs/series/fa2_toolchain.py): NVRTC has no host C library or
+// C++ standard library; <stdlib.h> stands in for the host one, from libcu++ (cuda::std).
+#pragma once
