@@ -58,17 +58,26 @@ PROBES_STALL = {"yield_ffma": ("FFMA", 128, {"orig": "orig.cubin", **{f"s{s}": f
 # and 96 HMMA a warp and pass, the data path needing 4/3 of the tensor pipe's time; the model is 3-6 %
 # slow on the series' kernels 3-6, whose data path this is (cycles per HMMA per sub-partition)
 PROBES_LDSM = {k: ("HMMA", 96, {"orig": "ldsm.cubin"}) for k in ("ldsm_mma", "ldsm_mma_db")}
+# the same with a KV pass's cp.async copies and barriers (ldsm_cp, ldsm_cp_db; ldsmcp.cubin, built from
+# the same source: its ldsm_mma / ldsm_mma_db are ldsm.cubin's instruction for instruction): what the
+# kernels add to that side, 6 LDGSTS.128, 2 waits and 2 BAR.SYNC a pass, and the 6 never-executed
+# "@!PT LDS RZ, [RZ]" ptxas puts beside every cp.async loop (predicted both as the model reads them, an
+# LDS, and as issue slots only)
+PROBES_LDSMCP = {k: ("HMMA", 96, {"orig": "ldsmcp.cubin"}) for k in ("ldsm_mma", "ldsm_cp", "ldsm_cp_db")}
 MODES = {"yield": PROBES, "yield2": PROBES2, "xu": PROBES_XU, "mix": PROBES_MIX, "mix2": PROBES_MIX2,
-         "stall": PROBES_STALL, "ldsm": PROBES_LDSM}
+         "stall": PROBES_STALL, "ldsm": PROBES_LDSM, "ldsmcp": PROBES_LDSMCP}
 COMMANDS = {"yield": "bash devjobs/session23.sh", "yield2": "bash devjobs/session23b.sh",
             "xu": "bash devjobs/session24b.sh", "mix": "bash devjobs/session24c.sh",
             "mix2": "bash devjobs/session24d.sh", "stall": "bash devjobs/stall_call.sh",
-            "ldsm": "bash devjobs/ldsm_call.sh"}  # the device job of each mode
+            "ldsm": "bash devjobs/ldsm_call.sh", "ldsmcp": "bash devjobs/ldsmcp_call.sh"}  # the device job of each mode
 PER_SP = (1, 2, 4)
 # ldsm mode: the model's other settings predicted beside the committed one (written before the run)
 LDSM_VARIANTS = {"rotating": {"sp_arbitration": "rotating"}, "depth8": {"mio_queue_depth": 8},
                  "depth16": {"mio_queue_depth": 16}, "depth64": {"mio_queue_depth": 64},
                  "round_robin": {"warp_choice": "round_robin"}}
+# ldsmcp mode: the committed model's order is rotating now (session 27); the queue depth and the warp choice beside it
+LDSMCP_VARIANTS = {"fixed": {"sp_arbitration": "fixed"}, "depth8": {"mio_queue_depth": 8},
+                   "depth16": {"mio_queue_depth": 16}, "round_robin": {"warp_choice": "round_robin"}}
 WHAT = ("yield / operand-reuse probe (flashprof/kernels/ceilings/yield_probe.cu, yield_host.cu; cubins patched "
         "by flashprof.kernels.sass.patch, committed here): cycles per instruction per sub-partition, clock64 "
         "spans of every warp, one CTA on one SM")
@@ -100,7 +109,15 @@ def loop_of(sass: str, kernel: str, marker: str | None = None):
     return insts[lo:hi + 1]
 
 
-def predict(folder: Path, probes: dict = PROBES, policy: str | None = None, m=None) -> dict:
+def never_true_as_issue(body: list) -> list:
+    """The loop with each never-executed instruction (predicate ``@!PT``) read as an issue slot only
+    (a NOP with its control code): the H200 reports count such a PC's instructions issued
+    (inst_executed) with no thread executing them and no shared-memory wavefront, where the model
+    takes "@!PT LDS RZ, [RZ]" as an LDS (a queue slot, the LSU port, a wavefront)."""
+    return [dataclasses.replace(i, op="NOP", operands="") if i.predicate == "@!PT" else i for i in body]
+
+
+def predict(folder: Path, probes: dict = PROBES, policy: str | None = None, m=None, body_map=None) -> dict:
     """The issue model on each cubin's loop: cycles per instruction per sub-partition with 1, 2
     and 4 warps a sub-partition (one CTA, seed 1). The model reads stall counts, barriers and
     pipes from the control codes; it ignores the yield bit and the reuse flags, so where a
@@ -114,6 +131,8 @@ def predict(folder: Path, probes: dict = PROBES, policy: str | None = None, m=No
         timed = {marker, "FMUL"} if kernel == "yield_mix" else {marker}  # the instructions a pass times
         for variant, cubin in variants.items():
             body = loop_of(dump_sass(folder / cubin), kernel, marker)
+            if body_map is not None:
+                body = body_map(body)
             n = sum(1 for i in body if i.base in timed)
             for per_sp in PER_SP:
                 sim = simulate(list(body), m, 1, SUBPARTITIONS * per_sp, 8, seed=1, policy=policy)
@@ -132,10 +151,12 @@ def write_predictions(folder: Path, mode: str = "yield") -> Path:
         m = machine(SHIPPED.model_key)
         rec["machine"] = {"xu_issue_steal": m.xu_issue_steal, "xu_steal_scope": m.xu_steal_scope,
                           "mufu_interval": m.mufu_interval, "mufu_latency": m.mufu_latency}
-    if mode == "ldsm":  # the shared-memory side's open choices, each named (none is judged by this record alone)
+    if mode in ("ldsm", "ldsmcp"):  # the shared-memory side's open choices, each named (none is judged by this record alone)
         m = machine(SHIPPED.model_key)
-        for name, change in LDSM_VARIANTS.items():
+        for name, change in (LDSM_VARIANTS if mode == "ldsm" else LDSMCP_VARIANTS).items():
             rec[f"records_{name}"] = predict(folder, MODES[mode], m=dataclasses.replace(m, **change))
+        if mode == "ldsmcp":
+            rec["records_never_true_issue"] = predict(folder, MODES[mode], body_map=never_true_as_issue)
         rec["machine"] = {"mio_queue_depth": m.mio_queue_depth, "sp_arbitration": m.sp_arbitration,
                           "ldsm_latency": m.ldsm_latency, "smem_latency": m.smem_latency, "warp_choice": m.warp_choice}
     if mode == "mix":  # the XU rule's other candidates too (analysis/gap/xu_rule.py), for comparison only

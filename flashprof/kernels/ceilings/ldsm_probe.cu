@@ -10,9 +10,18 @@
 //   ldsm_mma     -- each ldmatrix right before the two HMMAs that use it (kernel 3's order);
 //   ldsm_mma_db  -- the next ldmatrix issued before the current HMMAs (a register double buffer,
 //                   kernel 5's).
+// With the global-to-shared copies and the barriers of a KV pass (ldsm_cp, ldsm_cp_db: the orders
+// above): each thread issues 3 cp.async.cg of 16 bytes before QK^T and 3 before PV, each group
+// waited for (cp.async.wait_group 0) and followed by __syncthreads() at the end of its GEMM, as
+// the series' kernels and FA2 wait for K and V -- 6 LDGSTS.128 a thread per 96 HMMA, FA2's ratio
+// (16 a thread per 256 HMMA on its 128 x 64 tile). The copies land in a 16 KB region nothing
+// reads (the ldmatrix keep reading the resident K and V) from the first 4 KB of the output buffer
+// (L2 hits after the first pass): what they cost is their issue, their shared-memory writes and
+// the waits, not a data dependence.
 // Timed with the yield probe's host (yield_host.cu: one CTA on one SM, 1 / 2 / 4 warps a
 // sub-partition, clock64 spans; work = 96 HMMAs a pass).
-// Build: nvcc -cubin -arch=sm_90 -O3 -o ldsm.cubin ldsm_probe.cu
+// Build: nvcc -cubin -arch=sm_90 -O3 -o ldsm.cubin ldsm_probe.cu (ldsmcp.cubin: the same source
+// with the cp.async kernels, the first two kernels' SASS unchanged)
 #include <cstdint>
 
 #include "probe_mma.cuh"
@@ -32,9 +41,35 @@ __device__ __forceinline__ void ldsm4t(uint32_t (&r)[4], uint32_t addr) {
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
 }
 
-template <bool kDoubleBuffer>
+constexpr int kDst = 16384;   // bytes of the region the copies write
+constexpr int kSrc = 4096;    // bytes of the output buffer they read (yield_host allocates 1024 floats)
+constexpr int kCopies = 3;    // 16-byte cp.async a thread before each GEMM
+
+// kCopies 16-byte copies a thread into the region (wrapping), one commit group
+__device__ __forceinline__ void copy_group(uint32_t dbase, const char* src, int step) {
+#pragma unroll
+    for (int c = 0; c < kCopies; ++c) {
+        const uint32_t k = uint32_t((threadIdx.x * 2 + step) * kCopies + c) * 16u;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n"
+                     :: "r"(dbase + k % kDst), "l"(src + k % kSrc) : "memory");
+    }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void wait_and_sync() {
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    __syncthreads();
+}
+
+template <bool kDoubleBuffer, bool kAsync = false>
 __device__ __forceinline__ void pass_loop(float* out, long long* cycles, int iters, float b) {
     __shared__ __align__(128) uint32_t buf[(kK + kV) / 4];
+    uint32_t dbase = 0;
+    if constexpr (kAsync) {
+        __shared__ __align__(128) uint32_t dst[kDst / 4];
+        dbase = uint32_t(__cvta_generic_to_shared(dst));
+    }
+    const char* src = reinterpret_cast<const char*>(out);
     for (int i = threadIdx.x; i < (kK + kV) / 4; i += blockDim.x) buf[i] = 0x3c003c00u ^ uint32_t(i & 7);
     __syncthreads();
     const uint32_t lane16 = 16u * (threadIdx.x & 31);
@@ -46,6 +81,7 @@ __device__ __forceinline__ void pass_loop(float* out, long long* cycles, int ite
     for (int i = 0; i < iters; ++i) {
         float s[8][4] = {};
         uint32_t f[2][4];
+        if constexpr (kAsync) copy_group(dbase, src, 0);
         if (kDoubleBuffer) ldsm4(f[0], kbase);
 #pragma unroll
         for (int j = 0; j < 32; ++j) {  // S = Q K^T: k-step j / 4, n-tiles 2 (j % 4), 2 (j % 4) + 1
@@ -58,6 +94,10 @@ __device__ __forceinline__ void pass_loop(float* out, long long* cycles, int ite
             }
             mma(s[2 * (j & 3)], q[(j >> 2) & 1], cur[0], cur[1]);
             mma(s[2 * (j & 3) + 1], q[(j >> 2) & 1], cur[2], cur[3]);
+        }
+        if constexpr (kAsync) {
+            wait_and_sync();
+            copy_group(dbase, src, 1);
         }
         uint32_t p[4][4];
 #pragma unroll
@@ -76,6 +116,7 @@ __device__ __forceinline__ void pass_loop(float* out, long long* cycles, int ite
             mma(o[2 * (j & 3)], p[j >> 2], cur[0], cur[1]);
             mma(o[2 * (j & 3) + 1], p[j >> 2], cur[2], cur[3]);
         }
+        if constexpr (kAsync) wait_and_sync();
     }
     long long t1 = clock64();
     if ((threadIdx.x & 31) == 0) cycles[threadIdx.x >> 5] = t1 - t0;
@@ -91,3 +132,9 @@ ldsm_mma(float* out, long long* cycles, int iters, float b, float) { pass_loop<f
 
 extern "C" __global__ void __launch_bounds__(512)
 ldsm_mma_db(float* out, long long* cycles, int iters, float b, float) { pass_loop<true>(out, cycles, iters, b); }
+
+extern "C" __global__ void __launch_bounds__(512)
+ldsm_cp(float* out, long long* cycles, int iters, float b, float) { pass_loop<false, true>(out, cycles, iters, b); }
+
+extern "C" __global__ void __launch_bounds__(512)
+ldsm_cp_db(float* out, long long* cycles, int iters, float b, float) { pass_loop<true, true>(out, cycles, iters, b); }
