@@ -142,7 +142,8 @@ def main(argv=None) -> int:
                                 [cu12 / "cuda_runtime" / "include", cu12 / "cuda_cccl" / "include"]),
                                ("nvrtc13088", cu13 / "lib" / "libnvrtc.so.13", [cu13 / "include", cu13 / "include" / "cccl"])):
             p = t / f"{name}.ptx"
-            version = nvrtc_ptx(lib, rtc / "fa2_rtc.cu", [rtc / "stub", a.fa2, a.cutlass, *inc], p)
+            # rtc/stub first: its <cstdint> / <tuple> are libcu++'s, which torch_stub's PyTorch stand-ins then include
+            version = nvrtc_ptx(lib, rtc / "fa2_rtc.cu", [rtc / "stub", HERE / "fa2" / "torch_stub", a.fa2, a.cutlass, *inc], p)
             ptx[name] = (p, version, lower_isa(p))
         for name, pv in (("nvcc13_ptxas12893", ("nvcc13", "12.8.93")), ("nvcc13_ptxas12861", ("nvcc13", "12.8.61")),
                          ("nvrtc12893_ptxas12893", ("nvrtc12893", "12.8.93")),

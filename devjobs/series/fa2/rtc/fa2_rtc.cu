@@ -2,7 +2,8 @@
 // ../instantiate_fa2.cu) for NVRTC, which compiles device code only: the kernel wrapper of
 // flash_fwd_launch_template.h written out here (that header's host launch code cannot go through
 // NVRTC), then the same instantiation. Used by devjobs/series/fa2_toolchain.py to build the
-// kernel with a given CUDA version's C++ front end; rtc_prelude.h first (std:: = libcu++).
+// kernel with a given CUDA version's C++ front end; rtc_prelude.h first (std:: = libcu++), the
+// PyTorch stand-ins from ../torch_stub.
 #include "rtc_prelude.h"
 #include "namespace_config.h"
 #include "flash.h"
