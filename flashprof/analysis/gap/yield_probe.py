@@ -64,12 +64,17 @@ PROBES_LDSM = {k: ("HMMA", 96, {"orig": "ldsm.cubin"}) for k in ("ldsm_mma", "ld
 # "@!PT LDS RZ, [RZ]" ptxas puts beside every cp.async loop (predicted both as the model reads them, an
 # LDS, and as issue slots only)
 PROBES_LDSMCP = {k: ("HMMA", 96, {"orig": "ldsmcp.cubin"}) for k in ("ldsm_mma", "ldsm_cp", "ldsm_cp_db")}
+# ldsmcp's copies turned out not FA2's (its report: 32 sectors and 24 shared-memory wavefronts an LDGSTS,
+# threads 96 bytes apart; the kernels' reports: 16 and 4); ldsmcp2 adds the coalesced ones (ldsm_cpc,
+# ldsm_cpc_db: a warp's 32 copies 512 contiguous bytes), the first two kernels unchanged
+PROBES_LDSMCP2 = {k: ("HMMA", 96, {"orig": "ldsmcp2.cubin"}) for k in ("ldsm_mma", "ldsm_cpc", "ldsm_cpc_db")}
 MODES = {"yield": PROBES, "yield2": PROBES2, "xu": PROBES_XU, "mix": PROBES_MIX, "mix2": PROBES_MIX2,
-         "stall": PROBES_STALL, "ldsm": PROBES_LDSM, "ldsmcp": PROBES_LDSMCP}
+         "stall": PROBES_STALL, "ldsm": PROBES_LDSM, "ldsmcp": PROBES_LDSMCP, "ldsmcp2": PROBES_LDSMCP2}
 COMMANDS = {"yield": "bash devjobs/session23.sh", "yield2": "bash devjobs/session23b.sh",
             "xu": "bash devjobs/session24b.sh", "mix": "bash devjobs/session24c.sh",
             "mix2": "bash devjobs/session24d.sh", "stall": "bash devjobs/stall_call.sh",
-            "ldsm": "bash devjobs/ldsm_call.sh", "ldsmcp": "bash devjobs/ldsmcp_call.sh"}  # the device job of each mode
+            "ldsm": "bash devjobs/ldsm_call.sh", "ldsmcp": "bash devjobs/ldsmcp_call.sh",
+            "ldsmcp2": "bash devjobs/ldsmcp2_call.sh"}  # the device job of each mode
 PER_SP = (1, 2, 4)
 # ldsm mode: the model's other settings predicted beside the committed one (written before the run)
 LDSM_VARIANTS = {"rotating": {"sp_arbitration": "rotating"}, "depth8": {"mio_queue_depth": 8},
@@ -151,11 +156,11 @@ def write_predictions(folder: Path, mode: str = "yield") -> Path:
         m = machine(SHIPPED.model_key)
         rec["machine"] = {"xu_issue_steal": m.xu_issue_steal, "xu_steal_scope": m.xu_steal_scope,
                           "mufu_interval": m.mufu_interval, "mufu_latency": m.mufu_latency}
-    if mode in ("ldsm", "ldsmcp"):  # the shared-memory side's open choices, each named (none is judged by this record alone)
+    if mode in ("ldsm", "ldsmcp", "ldsmcp2"):  # the shared-memory side's open choices, each named (none is judged by this record alone)
         m = machine(SHIPPED.model_key)
         for name, change in (LDSM_VARIANTS if mode == "ldsm" else LDSMCP_VARIANTS).items():
             rec[f"records_{name}"] = predict(folder, MODES[mode], m=dataclasses.replace(m, **change))
-        if mode == "ldsmcp":
+        if mode in ("ldsmcp", "ldsmcp2"):
             rec["records_never_true_issue"] = predict(folder, MODES[mode], body_map=never_true_as_issue)
         rec["machine"] = {"mio_queue_depth": m.mio_queue_depth, "sp_arbitration": m.sp_arbitration,
                           "ldsm_latency": m.ldsm_latency, "smem_latency": m.smem_latency, "warp_choice": m.warp_choice}

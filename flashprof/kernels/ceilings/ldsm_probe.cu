@@ -20,8 +20,8 @@
 // the waits, not a data dependence.
 // Timed with the yield probe's host (yield_host.cu: one CTA on one SM, 1 / 2 / 4 warps a
 // sub-partition, clock64 spans; work = 96 HMMAs a pass).
-// Build: nvcc -cubin -arch=sm_90 -O3 -o ldsm.cubin ldsm_probe.cu (ldsmcp.cubin: the same source
-// with the cp.async kernels, the first two kernels' SASS unchanged)
+// Build: nvcc -cubin -arch=sm_90 -O3 -o ldsm.cubin ldsm_probe.cu (ldsmcp.cubin / ldsmcp2.cubin: the
+// same source with the cp.async kernels, the earlier kernels' SASS unchanged)
 #include <cstdint>
 
 #include "probe_mma.cuh"
@@ -45,11 +45,18 @@ constexpr int kDst = 16384;   // bytes of the region the copies write
 constexpr int kSrc = 4096;    // bytes of the output buffer they read (yield_host allocates 1024 floats)
 constexpr int kCopies = 3;    // 16-byte cp.async a thread before each GEMM
 
-// kCopies 16-byte copies a thread into the region (wrapping), one commit group
+// kCopies 16-byte copies a thread into the region (wrapping), one commit group. kCoalesced: copy c
+// of thread t at byte (c x threads + t) x 16 -- a warp's 32 copies are 512 contiguous bytes, 16
+// sectors read and 4 conflict-free wavefronts written, the series' and FA2's pattern (their H200
+// reports: 16 sectors and 4 wavefronts an LDGSTS); otherwise (ldsm_cp, ldsm_cp_db, the first run)
+// at ((2 t + step) x kCopies + c) x 16, threads 96 bytes apart: 32 sectors and 24 wavefronts an
+// LDGSTS in their report -- not FA2's pattern.
+template <bool kCoalesced>
 __device__ __forceinline__ void copy_group(uint32_t dbase, const char* src, int step) {
 #pragma unroll
     for (int c = 0; c < kCopies; ++c) {
-        const uint32_t k = uint32_t((threadIdx.x * 2 + step) * kCopies + c) * 16u;
+        const uint32_t k = kCoalesced ? uint32_t((step * kCopies + c) * blockDim.x + threadIdx.x) * 16u
+                                      : uint32_t((threadIdx.x * 2 + step) * kCopies + c) * 16u;
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n"
                      :: "r"(dbase + k % kDst), "l"(src + k % kSrc) : "memory");
     }
@@ -61,7 +68,7 @@ __device__ __forceinline__ void wait_and_sync() {
     __syncthreads();
 }
 
-template <bool kDoubleBuffer, bool kAsync = false>
+template <bool kDoubleBuffer, bool kAsync = false, bool kCoalesced = false>
 __device__ __forceinline__ void pass_loop(float* out, long long* cycles, int iters, float b) {
     __shared__ __align__(128) uint32_t buf[(kK + kV) / 4];
     uint32_t dbase = 0;
@@ -81,7 +88,7 @@ __device__ __forceinline__ void pass_loop(float* out, long long* cycles, int ite
     for (int i = 0; i < iters; ++i) {
         float s[8][4] = {};
         uint32_t f[2][4];
-        if constexpr (kAsync) copy_group(dbase, src, 0);
+        if constexpr (kAsync) copy_group<kCoalesced>(dbase, src, 0);
         if (kDoubleBuffer) ldsm4(f[0], kbase);
 #pragma unroll
         for (int j = 0; j < 32; ++j) {  // S = Q K^T: k-step j / 4, n-tiles 2 (j % 4), 2 (j % 4) + 1
@@ -97,7 +104,7 @@ __device__ __forceinline__ void pass_loop(float* out, long long* cycles, int ite
         }
         if constexpr (kAsync) {
             wait_and_sync();
-            copy_group(dbase, src, 1);
+            copy_group<kCoalesced>(dbase, src, 1);
         }
         uint32_t p[4][4];
 #pragma unroll
@@ -138,3 +145,9 @@ ldsm_cp(float* out, long long* cycles, int iters, float b, float) { pass_loop<fa
 
 extern "C" __global__ void __launch_bounds__(512)
 ldsm_cp_db(float* out, long long* cycles, int iters, float b, float) { pass_loop<true, true>(out, cycles, iters, b); }
+
+extern "C" __global__ void __launch_bounds__(512)
+ldsm_cpc(float* out, long long* cycles, int iters, float b, float) { pass_loop<false, true, true>(out, cycles, iters, b); }
+
+extern "C" __global__ void __launch_bounds__(512)
+ldsm_cpc_db(float* out, long long* cycles, int iters, float b, float) { pass_loop<true, true, true>(out, cycles, iters, b); }
