@@ -76,3 +76,26 @@ def test_the_issue_slot_reading_of_never_executed_lds_is_the_closer_one():
     for k in meas:
         if "_mma_" in k:
             assert pred["records"][k] == pred["records_never_true_issue"][k]
+
+
+def test_the_scheduler_takes_the_chosen_reading():
+    """Adopted: simulate reads every never-executed instruction as an issue slot, so the model on the
+    committed listing of the probe now gives the issue-slot predictions written before the run."""
+    from flashprof.analysis.gap.constants import machine
+    from flashprof.analysis.gap.scheduler import SUBPARTITIONS, simulate
+    from flashprof.analysis.gap.yield_probe import loop_of
+    from flashprof.kernels.gpus import SHIPPED
+
+    sass = REPO / "reports" / "h200" / "yield" / "ldsmcp2.sass"
+    _need(PRED, sass)
+    pred = json.loads(PRED.read_text())
+    m = machine(SHIPPED.model_key)
+    assert pred["machine"]["sp_arbitration"] == m.sp_arbitration and pred["machine"]["warp_choice"] == m.warp_choice
+    body = loop_of(sass.read_text(), "ldsm_cpc", "HMMA")
+    assert sum(i.predicate == "@!PT" for i in body) == 6
+    hmma = sum(i.base == "HMMA" for i in body)
+    for per_sp in (1, 2, 4):
+        sim = simulate(list(body), m, 1, SUBPARTITIONS * per_sp, 8, seed=1)
+        got = sim["cycles_per_iter"] / (hmma * per_sp)
+        assert got == pytest.approx(pred["records_never_true_issue"][f"yield_ldsm_cpc_orig_w{per_sp}"], rel=1e-9)
+        assert got != pytest.approx(pred["records"][f"yield_ldsm_cpc_orig_w{per_sp}"], rel=1e-3)

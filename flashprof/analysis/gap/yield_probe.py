@@ -28,7 +28,7 @@ from flashprof.analysis.gap.ceil_run import same_chip_path, sidecar_head
 from flashprof.analysis.gap.constants import SUBPARTITIONS, machine
 from flashprof.analysis.gap.controls import main_loop, parse
 from flashprof.analysis.gap.data import REPO
-from flashprof.analysis.gap.scheduler import simulate
+from flashprof.analysis.gap.scheduler import never_executed_as_issue, simulate
 from flashprof.kernels.gpus import SHIPPED
 
 # kernel -> (loop marker opcode, instructions a pass, {variant: cubin file})
@@ -116,10 +116,11 @@ def loop_of(sass: str, kernel: str, marker: str | None = None):
 
 def never_true_as_issue(body: list) -> list:
     """The loop with each never-executed instruction (predicate ``@!PT``) read as an issue slot only
-    (a NOP with its control code): the H200 reports count such a PC's instructions issued
-    (inst_executed) with no thread executing them and no shared-memory wavefront, where the model
-    takes "@!PT LDS RZ, [RZ]" as an LDS (a queue slot, the LSU port, a wavefront)."""
-    return [dataclasses.replace(i, op="NOP", operands="") if i.predicate == "@!PT" else i for i in body]
+    (scheduler.never_executed_as_issue). Before the ldsmcp2 run the scheduler read
+    "@!PT LDS RZ, [RZ]" as an LDS (a queue slot, the LSU port, a wavefront) and this was the
+    alternative predicted beside it; the run chose it and the scheduler now reads every loop so,
+    which makes this map the identity on what simulate sees."""
+    return never_executed_as_issue(body)
 
 
 def predict(folder: Path, probes: dict = PROBES, policy: str | None = None, m=None, body_map=None) -> dict:
